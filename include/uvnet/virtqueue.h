@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file virtqueue.h
+ * @brief Virtqueues: the split and packed ring layouts, driver and device halves.
+ *
+ * VIRTIO 1.x only (VERSION_1, little-endian wire format). Wire layouts and
+ * feature bits come from the Linux UAPI headers <linux/virtio_ring.h> and
+ * <linux/virtio_config.h>.
+ *
+ * The driver half (struct uvn_vq_drv) makes buffers available and reclaims
+ * them; the device half (struct uvn_vq_dev) consumes them. The two halves
+ * share nothing but the ring memory, so they can run in different processes
+ * that map it at different addresses. Neither half sends notifications: each
+ * tells the caller whether one is needed, and the transport (an eventfd, a
+ * vhost-user message, a test harness) delivers it.
+ *
+ * A queue is used by one thread at a time. The device half distrusts the
+ * driver completely: every index, flag, address and length read from the
+ * ring is validated, each descriptor field is read from shared memory once,
+ * and a violation marks the queue broken (every later call fails with the
+ * same error) and is counted in the queue's statistics.
+ */
+#ifndef UVNET_VIRTQUEUE_H
+#define UVNET_VIRTQUEUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Largest queue size of either layout (the spec's limit for split rings). */
+#define UVN_VQ_MAX_SIZE 32768u
+
+/**
+ * Errors. Functions return the negative value (-UVN_VQ_E_...). Errors raised
+ * by the device half on driver input, and by the driver half on device input,
+ * mark the queue broken.
+ */
+enum uvn_vq_err {
+	UVN_VQ_OK = 0,
+	UVN_VQ_E_HEAD_RANGE,       /**< head index >= queue size */
+	UVN_VQ_E_NEXT_RANGE,       /**< next index >= queue size (or table size) */
+	UVN_VQ_E_LOOP,             /**< chain longer than the ring or table: a loop */
+	UVN_VQ_E_INDIRECT_LEN,     /**< indirect table length 0, not a multiple of 16 or too long */
+	UVN_VQ_E_INDIRECT_MAP,     /**< indirect table not wholly inside mapped memory */
+	UVN_VQ_E_INDIRECT_NESTED,  /**< INDIRECT descriptor inside an indirect table */
+	UVN_VQ_E_INDIRECT_NEXT,    /**< INDIRECT together with NEXT */
+	UVN_VQ_E_WRITE_ORDER,      /**< device-readable descriptor after a writable one */
+	UVN_VQ_E_UNMAPPED,         /**< buffer not wholly inside mapped memory */
+	UVN_VQ_E_LEN_OVERFLOW,     /**< chain length overflows 32 bits */
+	UVN_VQ_E_ZERO_LEN,         /**< zero-length descriptor */
+	UVN_VQ_E_AVAIL_IDX,        /**< avail index moved by more than the queue size */
+	UVN_VQ_E_IOV_FULL,         /**< chain needs more iovecs than the caller's array holds */
+	UVN_VQ_E_INDIRECT_FEATURE, /**< INDIRECT used but VIRTIO_RING_F_INDIRECT_DESC not negotiated */
+	UVN_VQ_E_USED_ID,          /**< driver half: device returned an id that is not in flight */
+	UVN_VQ_E_USED_LEN,         /**< driver half: used length larger than the writable buffer */
+	UVN_VQ_E_USED_IDX,         /**< driver half: used index moved past the buffers in flight */
+	UVN_VQ_E_INVAL,            /**< bad argument from the caller (not counted, queue not broken) */
+	UVN_VQ_E_NOSPC,            /**< not enough free descriptors (not counted, queue not broken) */
+	UVN_VQ_E__COUNT
+};
+
+/** @return a short static description of @p err (either sign). */
+const char *uvn_vq_strerror(int err);
+
+/**
+ * Per-queue counters. Only the thread using the queue writes them; other
+ * threads may read them racily for display.
+ */
+struct uvn_vq_stats {
+	uint64_t bufs;              /**< chains made available (driver) or popped (device) */
+	uint64_t used;              /**< chains reclaimed (driver) or pushed as used (device) */
+	uint64_t indirect;          /**< chains that went through an indirect table */
+	uint64_t notify;            /**< notifications the peer asked for (kick or call needed) */
+	uint64_t notify_suppressed; /**< notifications the peer's event suppression spared */
+	uint64_t err[UVN_VQ_E__COUNT]; /**< peer violations by kind (index 0 unused) */
+};
+
+/** One row of a statistics description table: a counter's name and offset. */
+struct uvn_stat_desc {
+	const char *name;
+	size_t offset;
+};
+
+/** {name, offsetof} rows for struct uvn_vq_stats, terminated by a NULL name. */
+extern const struct uvn_stat_desc uvn_vq_stats_desc[];
+
+/** Where the three parts of a ring live, as offsets from the ring base. */
+struct uvn_vq_layout {
+	size_t desc;   /**< descriptor table (split) or ring (packed) */
+	size_t driver; /**< avail ring (split) or driver event suppression (packed) */
+	size_t device; /**< used ring (split) or device event suppression (packed) */
+	size_t size;   /**< total bytes, including used_event/avail_event */
+};
+
+/**
+ * Compute the layout of a ring of @p num entries in one contiguous block.
+ * @param packed  true for the packed layout
+ * @param num     queue size: a power of two for split, 1..32768 for packed
+ * @param out     receives the offsets
+ * @return 0, or -UVN_VQ_E_INVAL for a bad size
+ */
+int uvn_vq_layout(bool packed, unsigned num, struct uvn_vq_layout *out);
+
+/* ------------------------------------------------------------------------ */
+/* Driver half                                                              */
+/* ------------------------------------------------------------------------ */
+
+/** A buffer segment as the device addresses it. */
+struct uvn_sg {
+	uint64_t addr; /**< device-visible address */
+	uint32_t len;  /**< bytes */
+};
+
+/** A reclaimed buffer. */
+struct uvn_vq_done {
+	void *token;  /**< what the caller passed to uvn_vq_drv_add() */
+	uint32_t len; /**< bytes the device wrote (with IN_ORDER batches: the whole writable length) */
+};
+
+/**
+ * Allocate an indirect table of @p n descriptors (16 bytes each) in memory
+ * the device can read. @return the table's address in this process and its
+ * device-visible address in @p addr, or NULL (the ring then falls back to
+ * direct descriptors).
+ */
+typedef void *(*uvn_indirect_alloc_fn)(void *ctx, unsigned n, uint64_t *addr);
+/** Release a table from uvn_indirect_alloc_fn once the device has used it. */
+typedef void (*uvn_indirect_free_fn)(void *ctx, void *table, unsigned n);
+
+/** How to set up a driver half. */
+struct uvn_vq_drv_cfg {
+	unsigned num;          /**< queue size */
+	uint64_t features;     /**< negotiated feature bits (1ULL << VIRTIO_F_...) */
+	void *ring;            /**< uvn_vq_layout().size bytes shared with the device, 16-byte aligned */
+	uvn_indirect_alloc_fn indirect_alloc; /**< NULL: never use indirect tables */
+	uvn_indirect_free_fn indirect_free;
+	void *indirect_ctx;
+};
+
+struct uvn_vq_drv;
+
+/** Flags for uvn_vq_drv_add(). */
+#define UVN_VQ_ADD_NO_INDIRECT 1u /**< use direct descriptors even if indirect is possible */
+
+/**
+ * Create a driver half; zeroes the ring memory.
+ * @return 0 and the queue in @p out, or a negative error.
+ */
+int uvn_vq_drv_create(const struct uvn_vq_drv_cfg *cfg, struct uvn_vq_drv **out);
+
+/** Destroy a driver half. Buffers still in flight are forgotten: detach them first. */
+void uvn_vq_drv_destroy(struct uvn_vq_drv *vq);
+
+/**
+ * Add a chain: @p nout device-readable segments followed by @p nin writable
+ * ones. The chain goes through an indirect table when INDIRECT_DESC was
+ * negotiated, an allocator was given, nout + nin > 1 and @p flags allow it.
+ * The chain is not visible to the device until uvn_vq_drv_kick_prepare().
+ * @param token  non-NULL, returned when the buffer is reclaimed
+ * @return 0, -UVN_VQ_E_NOSPC, -UVN_VQ_E_INVAL or the broken queue's error
+ */
+int uvn_vq_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout, unsigned nin,
+		   void *token, unsigned flags);
+
+/**
+ * Publish every chain added since the last call (one release store of the
+ * avail index, or of the packed head flags) and decide whether the device
+ * must be notified (EVENT_IDX through avail_event, or the NO_NOTIFY flag).
+ * @return true if the caller must kick the device
+ */
+bool uvn_vq_drv_kick_prepare(struct uvn_vq_drv *vq);
+
+/**
+ * Reclaim up to @p max used buffers.
+ * @return how many were stored in @p out, or the broken queue's error
+ */
+int uvn_vq_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned max);
+
+/** @return true if the device has returned buffers not yet reclaimed. */
+bool uvn_vq_drv_has_used(struct uvn_vq_drv *vq);
+
+/** Ask the device not to notify (best effort: it may still). */
+void uvn_vq_drv_disable_cb(struct uvn_vq_drv *vq);
+
+/**
+ * Ask to be notified of the next used buffer.
+ * @return false if used buffers arrived meanwhile: poll again before sleeping
+ */
+bool uvn_vq_drv_enable_cb(struct uvn_vq_drv *vq);
+
+/**
+ * Like uvn_vq_drv_enable_cb(), but with EVENT_IDX ask for the notification only
+ * after about 3/4 of the buffers in flight are used (Linux's
+ * virtqueue_enable_cb_delayed()).
+ */
+bool uvn_vq_drv_enable_cb_delayed(struct uvn_vq_drv *vq);
+
+/** @return free descriptors (a chain of n segments needs n, or 1 if indirect). */
+unsigned uvn_vq_drv_num_free(const struct uvn_vq_drv *vq);
+
+/**
+ * Take back one buffer that was added but not used (teardown after the
+ * device stopped). @return its token, or NULL when none is left
+ */
+void *uvn_vq_drv_detach_unused(struct uvn_vq_drv *vq);
+
+/** @return 0, or the error that broke the queue (negative). */
+int uvn_vq_drv_error(const struct uvn_vq_drv *vq);
+
+/** @return the queue's counters. */
+const struct uvn_vq_stats *uvn_vq_drv_stats(const struct uvn_vq_drv *vq);
+
+/** Next avail index (split) or ring position | wrap << 15 (packed), for SET_VRING_BASE. */
+uint16_t uvn_vq_drv_avail_state(const struct uvn_vq_drv *vq);
+
+/* ------------------------------------------------------------------------ */
+/* Device half                                                              */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Translate a device-visible address to a pointer in this process.
+ * @param ctx  caller context
+ * @param addr address to translate
+ * @param len  in: bytes wanted; out: bytes contiguous from the returned
+ *             pointer (at most the bytes wanted, at least 1)
+ * @return the pointer, or NULL if @p addr is not mapped
+ */
+typedef void *(*uvn_xlate_fn)(void *ctx, uint64_t addr, uint64_t *len);
+
+/** How to set up a device half. */
+struct uvn_vq_dev_cfg {
+	unsigned num;        /**< queue size */
+	uint64_t features;   /**< negotiated feature bits */
+	void *desc;          /**< descriptor table / ring, translated */
+	void *driver;        /**< avail ring / driver event area, translated */
+	void *device;        /**< used ring / device event area, translated */
+	uvn_xlate_fn xlate;  /**< translates buffer and indirect table addresses */
+	void *xlate_ctx;
+	uint16_t avail_idx;  /**< next avail index to read (split), ring position (packed) */
+	bool avail_wrap;     /**< packed: driver wrap counter at avail_idx */
+	uint16_t used_idx;   /**< next used index to write (split), ring position (packed) */
+	bool used_wrap;      /**< packed: wrap counter at used_idx */
+};
+
+/** A popped chain; its iovecs are in the array given to uvn_vq_dev_pop(). */
+struct uvn_vq_chain {
+	uint16_t id;      /**< head index (split) or buffer id (packed): give back to push */
+	uint16_t ndesc;   /**< ring descriptors the chain occupies (packed) */
+	uint16_t nout;    /**< device-readable iovecs: iov[0 .. nout) */
+	uint16_t nin;     /**< device-writable iovecs: iov[nout .. nout + nin) */
+	uint32_t out_len; /**< bytes readable */
+	uint32_t in_len;  /**< bytes writable */
+};
+
+struct uvn_vq_dev;
+
+/** Create a device half. @return 0 and the queue in @p out, or a negative error. */
+int uvn_vq_dev_create(const struct uvn_vq_dev_cfg *cfg, struct uvn_vq_dev **out);
+
+/** Destroy a device half. */
+void uvn_vq_dev_destroy(struct uvn_vq_dev *vq);
+
+/**
+ * Point the queue at new ring addresses (after a memory table change) and a
+ * new translation context, keeping its indices.
+ */
+void uvn_vq_dev_set_addrs(struct uvn_vq_dev *vq, void *desc, void *driver, void *device,
+			  void *xlate_ctx);
+
+/**
+ * @return how many chains are available now (reads the avail index / head
+ * flags once), or the broken queue's error.
+ */
+int uvn_vq_dev_avail(struct uvn_vq_dev *vq);
+
+/**
+ * Pop the next available chain, translating its buffers into @p iov
+ * (readable first, then writable).
+ * @return 1 and the chain in @p ch, 0 if none is available, or a negative
+ *         error (the queue is then broken)
+ */
+int uvn_vq_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
+		   unsigned iov_max);
+
+/**
+ * Stage a used element for @p ch with @p len bytes written. Staged elements
+ * become visible to the driver at uvn_vq_dev_flush().
+ */
+void uvn_vq_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len);
+
+/**
+ * With IN_ORDER negotiated, make flush write one used element per batch
+ * (lengths are then not reported to the driver: for queues the device only
+ * reads). Ignored without IN_ORDER.
+ */
+void uvn_vq_dev_set_batch_used(struct uvn_vq_dev *vq, bool on);
+
+/**
+ * Publish staged used elements with one index update (release) and decide
+ * whether the driver must be notified (EVENT_IDX through used_event, or the
+ * NO_INTERRUPT flag). @return true if the caller must notify the driver
+ */
+bool uvn_vq_dev_flush(struct uvn_vq_dev *vq);
+
+/**
+ * Ask the driver for kicks again (publishes avail_event with EVENT_IDX).
+ * @return false if chains became available meanwhile: pop before sleeping
+ */
+bool uvn_vq_dev_enable_notify(struct uvn_vq_dev *vq);
+
+/** Ask the driver not to kick (for polling). */
+void uvn_vq_dev_disable_notify(struct uvn_vq_dev *vq);
+
+/** Next avail index (split) or position | wrap << 15 (packed), for GET_VRING_BASE. */
+uint16_t uvn_vq_dev_avail_state(const struct uvn_vq_dev *vq);
+
+/** Next used index (split) or position | wrap << 15 (packed). */
+uint16_t uvn_vq_dev_used_state(const struct uvn_vq_dev *vq);
+
+/** @return 0, or the error that broke the queue (negative). */
+int uvn_vq_dev_error(const struct uvn_vq_dev *vq);
+
+/** @return the queue's counters. */
+const struct uvn_vq_stats *uvn_vq_dev_stats(const struct uvn_vq_dev *vq);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

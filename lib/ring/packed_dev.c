@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Packed ring, device half. A chain is available when its head's AVAIL bit
+ * equals the device's avail wrap counter and its USED bit does not (read
+ * with acquire: the flags publish the descriptor). Used elements are written
+ * in ring order at the device's used position, which advances by the number
+ * of descriptors of the chain completed; the first of a batch gets its flags
+ * last so the driver sees the batch at once.
+ */
+#include "vq.h"
+
+#define F_AVAIL (1u << VRING_PACKED_DESC_F_AVAIL)
+#define F_USED (1u << VRING_PACKED_DESC_F_USED)
+#define WRAP_BIT (1u << VRING_PACKED_EVENT_F_WRAP_CTR)
+
+void uvn_packed_dev_init(struct uvn_vq_dev *vq, const struct uvn_vq_dev_cfg *cfg)
+{
+	vq->pk.desc = cfg->desc;
+	vq->pk.driver = cfg->driver;
+	vq->pk.device = cfg->device;
+	vq->pk.last_avail = cfg->avail_idx;
+	vq->pk.avail_wrap = cfg->avail_wrap;
+	vq->pk.used_pos = cfg->used_idx;
+	vq->pk.used_wrap = cfg->used_wrap;
+	vq->pk.event_flags = 0xffff; /* unknown: the first enable/disable writes */
+	vq->signalled_valid = false;
+}
+
+static bool is_avail(uint16_t flags, bool wrap)
+{
+	return !!(flags & F_AVAIL) == wrap && !!(flags & F_USED) != wrap;
+}
+
+static void advance(uint16_t *pos, bool *wrap, uint16_t num)
+{
+	if (++*pos == num) {
+		*pos = 0;
+		*wrap = !*wrap;
+	}
+}
+
+int uvn_packed_dev_avail(struct uvn_vq_dev *vq)
+{
+	uint16_t flags = uvn_load_acquire16(&vq->pk.desc[vq->pk.last_avail].flags);
+
+	return is_avail(flags, vq->pk.avail_wrap);
+}
+
+/* Read a ring descriptor's body once; its flags were read separately. */
+static void read_body(const struct vring_packed_desc *d, struct uvn_desc *out)
+{
+	const volatile uint64_t *p = (const volatile uint64_t *)d;
+	uint64_t a = le64toh(p[0]);
+	uint32_t len = le32toh(*(const volatile uint32_t *)&d->len);
+	uint16_t id = le16toh(*(const volatile uint16_t *)&d->id);
+
+	out->addr = a;
+	out->len = len;
+	out->next = id;
+}
+
+int uvn_packed_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
+		       unsigned iov_max)
+{
+	uint16_t pos = vq->pk.last_avail, id = 0;
+	bool wrap = vq->pk.avail_wrap;
+	struct uvn_chain_walk w;
+	unsigned steps = 0;
+	int ret;
+
+	/* Acquire: the head's body and the rest of the chain after its flags. */
+	uint16_t flags = uvn_load_acquire16(&vq->pk.desc[pos].flags);
+
+	if (!is_avail(flags, wrap))
+		return 0;
+	uvn_chain_begin(&w, vq, iov, iov_max);
+	for (;;) {
+		struct uvn_desc d;
+
+		if (UVN_UNLIKELY(steps++ >= vq->num))
+			return uvn_vq_dev_fail(vq, UVN_VQ_E_LOOP);
+		read_body(&vq->pk.desc[pos], &d);
+		d.flags = steps == 1 ? flags : uvn_rd16(&vq->pk.desc[pos].flags);
+		id = d.next; /* the buffer id is in the chain's last descriptor */
+		advance(&pos, &wrap, vq->num);
+		if (d.flags & VRING_DESC_F_INDIRECT) {
+			ret = uvn_chain_indirect(&w, &d);
+			if (UVN_UNLIKELY(ret))
+				return uvn_vq_dev_fail(vq, ret);
+			break;
+		}
+		ret = uvn_chain_add(&w, &d);
+		if (UVN_UNLIKELY(ret))
+			return uvn_vq_dev_fail(vq, ret);
+		if (!(d.flags & VRING_DESC_F_NEXT))
+			break;
+	}
+	/* Ids index the driver's bookkeeping; every known driver keeps them
+	 * below the queue size and the used side relies on it. */
+	if (UVN_UNLIKELY(id >= vq->num))
+		return uvn_vq_dev_fail(vq, UVN_VQ_E_HEAD_RANGE);
+	uvn_chain_end(&w, ch);
+	ch->id = id;
+	ch->ndesc = (uint16_t)steps;
+	vq->pk.last_avail = pos;
+	vq->pk.avail_wrap = wrap;
+	vq->st.bufs++;
+	return 1;
+}
+
+static uint16_t used_flags(bool wrap, uint32_t len)
+{
+	return (uint16_t)((wrap ? F_AVAIL | F_USED : 0) | (len ? VRING_DESC_F_WRITE : 0));
+}
+
+static void write_used(struct uvn_vq_dev *vq, uint16_t id, uint32_t len, uint16_t ndesc)
+{
+	uint16_t pos = vq->pk.used_pos;
+	uint16_t f = used_flags(vq->pk.used_wrap, len);
+	struct vring_packed_desc *d = &vq->pk.desc[pos];
+
+	uvn_wr16(&d->id, id);
+	uvn_wr32(&d->len, len);
+	if (vq->staged == 0) {
+		/* Published last, at flush: the driver stops at this slot until then. */
+		vq->pk.first_pos = pos;
+		vq->pk.first_flags = f;
+	} else {
+		/* id and len before the flags that make the element used. */
+		uvn_store_release16(&d->flags, f);
+	}
+	pos = (uint16_t)(pos + ndesc);
+	if (pos >= vq->num) {
+		pos = (uint16_t)(pos - vq->num);
+		vq->pk.used_wrap = !vq->pk.used_wrap;
+	}
+	vq->pk.used_pos = pos;
+}
+
+void uvn_packed_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len)
+{
+	vq->st.used++;
+	if (vq->batch_used) {
+		vq->batch_id = ch->id;
+		vq->batch_len = len;
+		vq->batch_ndesc = (uint16_t)(vq->batch_ndesc + ch->ndesc);
+		vq->staged++;
+		return;
+	}
+	write_used(vq, ch->id, len, ch->ndesc);
+	vq->staged++;
+}
+
+/* Did our used position move past the driver's event (off_wrap)? */
+static bool need_event(struct uvn_vq_dev *vq, uint16_t off_wrap, uint16_t old, uint16_t new_pos)
+{
+	uint16_t event = off_wrap & (uint16_t)~WRAP_BIT;
+
+	if (new_pos <= old)
+		old = (uint16_t)(old - vq->num);
+	if (!!(off_wrap & WRAP_BIT) != vq->pk.used_wrap)
+		event = (uint16_t)(event - vq->num);
+	return uvn_need_event(event, new_pos, old);
+}
+
+static bool need_notify(struct uvn_vq_dev *vq)
+{
+	uint16_t old = vq->signalled, new_pos = vq->pk.used_pos;
+	bool valid = vq->signalled_valid, need;
+	uint16_t flags = uvn_rd16(&vq->pk.driver->flags);
+
+	vq->signalled = new_pos;
+	vq->signalled_valid = true;
+	if (flags == VRING_PACKED_EVENT_FLAG_DESC && vq->event_idx)
+		need = !valid || need_event(vq, uvn_rd16(&vq->pk.driver->off_wrap), old, new_pos);
+	else
+		need = flags != VRING_PACKED_EVENT_FLAG_DISABLE;
+	if (need)
+		vq->st.notify++;
+	else
+		vq->st.notify_suppressed++;
+	return need;
+}
+
+bool uvn_packed_dev_flush(struct uvn_vq_dev *vq)
+{
+	if (!vq->staged)
+		return false;
+	if (vq->batch_used) {
+		/* IN_ORDER batch: one element carrying the last id, then skip
+		 * every descriptor of the batch. */
+		vq->staged = 0;
+		write_used(vq, vq->batch_id, vq->batch_len, vq->batch_ndesc);
+		vq->batch_ndesc = 0;
+	}
+	vq->staged = 0;
+	/* The whole batch becomes visible with the first element's flags. */
+	uvn_store_release16(&vq->pk.desc[vq->pk.first_pos].flags, vq->pk.first_flags);
+	/* Used flags visible before we read the driver's event suppression. */
+	uvn_fence_full();
+	return need_notify(vq);
+}
+
+static void set_event_flags(struct uvn_vq_dev *vq, uint16_t flags)
+{
+	if (vq->pk.event_flags != flags) {
+		vq->pk.event_flags = flags;
+		uvn_wr16(&vq->pk.device->flags, flags);
+	}
+}
+
+bool uvn_packed_dev_enable_notify(struct uvn_vq_dev *vq)
+{
+	if (vq->event_idx) {
+		uint16_t off = (uint16_t)(vq->pk.last_avail | (vq->pk.avail_wrap ? WRAP_BIT : 0));
+
+		uvn_wr16(&vq->pk.device->off_wrap, off);
+		uvn_fence_release();
+		set_event_flags(vq, VRING_PACKED_EVENT_FLAG_DESC);
+	} else {
+		set_event_flags(vq, VRING_PACKED_EVENT_FLAG_ENABLE);
+	}
+	/* The request visible before we look at the next descriptor again:
+	 * the driver publishes a head and then reads our request. */
+	uvn_fence_full();
+	return !uvn_packed_dev_avail(vq);
+}
+
+void uvn_packed_dev_disable_notify(struct uvn_vq_dev *vq)
+{
+	set_event_flags(vq, VRING_PACKED_EVENT_FLAG_DISABLE);
+}

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Packed ring, driver half. Descriptors are written in ring order; a chain's
+ * head flags are stored last (at kick_prepare, after one release fence for
+ * the whole batch), which is what makes the chain available. Buffer ids come
+ * from a private free list; used descriptors are matched back through them.
+ */
+#include <stdlib.h>
+
+#include "vq.h"
+
+#define F_AVAIL (1u << VRING_PACKED_DESC_F_AVAIL)
+#define F_USED (1u << VRING_PACKED_DESC_F_USED)
+#define WRAP_BIT (1u << VRING_PACKED_EVENT_F_WRAP_CTR)
+
+int uvn_packed_drv_init(struct uvn_vq_drv *vq, void *ring)
+{
+	struct uvn_vq_layout lay;
+
+	uvn_vq_layout(true, vq->num, &lay);
+	vq->pk.desc = ring;
+	vq->pk.driver = (struct vring_packed_desc_event *)((char *)ring + lay.driver);
+	vq->pk.device = (struct vring_packed_desc_event *)((char *)ring + lay.device);
+	vq->pk.avail_wrap = true;
+	vq->pk.used_wrap = true;
+	vq->pk.pend_pos = calloc(vq->num, sizeof(uint16_t));
+	vq->pk.pend_flags = calloc(vq->num, sizeof(uint16_t));
+	if (!vq->pk.pend_pos || !vq->pk.pend_flags)
+		return -UVN_VQ_E_NOSPC;
+	for (unsigned i = 0; i < vq->num; i++)
+		vq->next[i] = (uint16_t)(i + 1);
+	vq->free_head = 0;
+	vq->num_free = vq->num;
+	return 0;
+}
+
+/* AVAIL matches the driver's wrap counter, USED its inverse. */
+static uint16_t avail_flags(bool wrap)
+{
+	return (uint16_t)(wrap ? F_AVAIL : F_USED);
+}
+
+static void write_body(struct vring_packed_desc *d, uint64_t addr, uint32_t len, uint16_t id)
+{
+	uvn_wr64(&d->addr, addr);
+	uvn_wr32(&d->len, len);
+	uvn_wr16(&d->id, id);
+}
+
+static void advance(uint16_t *pos, bool *wrap, uint16_t num)
+{
+	if (++*pos == num) {
+		*pos = 0;
+		*wrap = !*wrap;
+	}
+}
+
+/* Write the chain's descriptors; all but the head's flags are stored now. */
+static void write_chain(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout,
+			unsigned total, uint16_t id, uint16_t *head_flags)
+{
+	uint16_t pos = vq->pk.next_avail;
+	bool wrap = vq->pk.avail_wrap;
+
+	for (unsigned k = 0; k < total; k++) {
+		uint16_t f = (uint16_t)((k + 1 < total ? VRING_DESC_F_NEXT : 0) |
+					(k >= nout ? VRING_DESC_F_WRITE : 0) | avail_flags(wrap));
+
+		write_body(&vq->pk.desc[pos], sg[k].addr, sg[k].len, id);
+		if (k == 0)
+			*head_flags = f;
+		else
+			uvn_wr16(&vq->pk.desc[pos].flags, f);
+		advance(&pos, &wrap, vq->num);
+	}
+	vq->pk.next_avail = pos;
+	vq->pk.avail_wrap = wrap;
+}
+
+int uvn_packed_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout,
+		       unsigned nin, void *token, bool indirect)
+{
+	unsigned total = nout + nin, ndesc;
+	struct vring_packed_desc *table = NULL;
+	uint64_t taddr = 0, in_len = 0;
+	uint16_t id, head_flags = 0, head_pos = vq->pk.next_avail;
+
+	for (unsigned k = nout; k < total; k++)
+		in_len += sg[k].len;
+	if (in_len > UINT32_MAX)
+		return -UVN_VQ_E_INVAL;
+	if (indirect)
+		table = vq->indirect_alloc(vq->indirect_ctx, total, &taddr);
+	ndesc = table ? 1 : total;
+	if (vq->num_free < ndesc) {
+		if (table)
+			vq->indirect_free(vq->indirect_ctx, table, total);
+		return -UVN_VQ_E_NOSPC;
+	}
+	id = vq->free_head;
+	vq->free_head = vq->next[id];
+	if (table) {
+		for (unsigned k = 0; k < total; k++) {
+			write_body(&table[k], sg[k].addr, sg[k].len, 0);
+			uvn_wr16(&table[k].flags, k >= nout ? VRING_DESC_F_WRITE : 0);
+		}
+		write_body(&vq->pk.desc[head_pos], taddr, (uint32_t)(16 * total), id);
+		head_flags = (uint16_t)(VRING_DESC_F_INDIRECT | avail_flags(vq->pk.avail_wrap));
+		advance(&vq->pk.next_avail, &vq->pk.avail_wrap, vq->num);
+		vq->st.indirect++;
+	} else {
+		write_chain(vq, sg, nout, total, id, &head_flags);
+	}
+	vq->pk.pend_pos[vq->pk.npend] = head_pos;
+	vq->pk.pend_flags[vq->pk.npend] = head_flags;
+	vq->pk.npend++;
+	vq->num_free = (uint16_t)(vq->num_free - ndesc);
+	vq->state[id] = (struct uvn_drv_state){
+		.token = token, .indirect = table, .in_len = (uint32_t)in_len,
+		.ndesc = (uint16_t)ndesc, .nindir = table ? (uint16_t)total : 0,
+	};
+	vq->added = (uint16_t)(vq->added + ndesc);
+	vq->in_flight++;
+	if (vq->in_order)
+		vq->order[vq->order_tail++ % vq->num] = id;
+	vq->st.bufs++;
+	return 0;
+}
+
+/*
+ * Did the position move from @old to @new_pos (the last @added descriptors,
+ * on wrap counter @wrap) past the event @off_wrap? Positions are unwrapped
+ * into one u16 line: an event on the other lap is one ring length behind.
+ */
+static bool packed_need_event(uint16_t off_wrap, uint16_t new_pos, uint16_t added, bool wrap,
+			      uint16_t num)
+{
+	uint16_t event = off_wrap & (uint16_t)~WRAP_BIT;
+
+	if (!!(off_wrap & WRAP_BIT) != wrap)
+		event = (uint16_t)(event - num);
+	return uvn_need_event(event, new_pos, (uint16_t)(new_pos - added));
+}
+
+bool uvn_packed_drv_kick_prepare(struct uvn_vq_drv *vq)
+{
+	uint16_t flags, added = vq->added;
+	bool need;
+
+	if (!vq->pk.npend)
+		return false;
+	/* Bodies of every pending chain before any of their heads. */
+	uvn_fence_release();
+	for (unsigned i = 0; i < vq->pk.npend; i++)
+		uvn_store_release16(&vq->pk.desc[vq->pk.pend_pos[i]].flags, vq->pk.pend_flags[i]);
+	vq->pk.npend = 0;
+	vq->added = 0;
+	/* Heads visible before we read the device's event suppression. */
+	uvn_fence_full();
+	flags = uvn_rd16(&vq->pk.device->flags);
+	if (flags == VRING_PACKED_EVENT_FLAG_DESC && vq->event_idx)
+		need = packed_need_event(uvn_rd16(&vq->pk.device->off_wrap), vq->pk.next_avail,
+					 added, vq->pk.avail_wrap, vq->num);
+	else
+		need = flags != VRING_PACKED_EVENT_FLAG_DISABLE;
+	if (need)
+		vq->st.notify++;
+	else
+		vq->st.notify_suppressed++;
+	return need;
+}
+
+static bool is_used(uint16_t flags, bool wrap)
+{
+	return !!(flags & F_AVAIL) == wrap && !!(flags & F_USED) == wrap;
+}
+
+static void *detach(struct uvn_vq_drv *vq, uint16_t id)
+{
+	struct uvn_drv_state *s = &vq->state[id];
+	void *token = s->token;
+
+	for (unsigned k = 0; k < s->ndesc; k++)
+		advance(&vq->pk.last_used, &vq->pk.used_wrap, vq->num);
+	uvn_drv_release_indirect(vq, s);
+	vq->next[id] = vq->free_head;
+	vq->free_head = id;
+	vq->num_free = (uint16_t)(vq->num_free + s->ndesc);
+	s->token = NULL;
+	vq->in_flight--;
+	vq->st.used++;
+	return token;
+}
+
+/* Read the used descriptor at last_used. @return 1, 0 if none, or an error. */
+static int read_used(struct uvn_vq_drv *vq, uint16_t *id, uint32_t *len)
+{
+	struct vring_packed_desc *d = &vq->pk.desc[vq->pk.last_used];
+	/* Acquire: id and len are read after the flags that publish them. */
+	uint16_t flags = uvn_load_acquire16(&d->flags);
+
+	if (!is_used(flags, vq->pk.used_wrap))
+		return 0;
+	*id = uvn_rd16(&d->id);
+	*len = le32toh(*(volatile uint32_t *)&d->len);
+	if (UVN_UNLIKELY(*id >= vq->num || !vq->state[*id].token))
+		return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_ID);
+	if (UVN_UNLIKELY(*len > vq->state[*id].in_len))
+		return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_LEN);
+	return 1;
+}
+
+static int get_in_order(struct uvn_vq_drv *vq, struct uvn_vq_done *out)
+{
+	uint16_t id;
+
+	if (!vq->in_batch) {
+		uint32_t len;
+		int ret = read_used(vq, &vq->batch_id, &len);
+
+		if (ret <= 0)
+			return ret;
+		vq->batch_len = len;
+		vq->in_batch = true;
+	}
+	if (UVN_UNLIKELY(!vq->in_flight))
+		return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_ID);
+	id = vq->order[vq->order_head % vq->num];
+	if (id == vq->batch_id) {
+		vq->in_batch = false;
+		out->len = vq->batch_len;
+	} else {
+		out->len = vq->state[id].in_len; /* skipped: used completely */
+	}
+	vq->order_head++;
+	out->token = detach(vq, id);
+	return 1;
+}
+
+int uvn_packed_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned max)
+{
+	unsigned n = 0;
+
+	while (n < max) {
+		int ret;
+
+		if (vq->in_order) {
+			ret = get_in_order(vq, &out[n]);
+		} else {
+			uint16_t id;
+			uint32_t len;
+
+			ret = read_used(vq, &id, &len);
+			if (ret > 0) {
+				out[n].len = len;
+				out[n].token = detach(vq, id);
+			}
+		}
+		if (ret < 0)
+			return ret;
+		if (ret == 0)
+			break;
+		n++;
+	}
+	return (int)n;
+}
+
+bool uvn_packed_drv_has_used(struct uvn_vq_drv *vq)
+{
+	if (vq->in_batch)
+		return true;
+	return is_used(uvn_load_acquire16(&vq->pk.desc[vq->pk.last_used].flags), vq->pk.used_wrap);
+}
+
+static void set_event_flags(struct uvn_vq_drv *vq, uint16_t flags)
+{
+	if (vq->pk.event_flags != flags) {
+		vq->pk.event_flags = flags;
+		uvn_wr16(&vq->pk.driver->flags, flags);
+	}
+}
+
+void uvn_packed_drv_disable_cb(struct uvn_vq_drv *vq)
+{
+	set_event_flags(vq, VRING_PACKED_EVENT_FLAG_DISABLE);
+}
+
+bool uvn_packed_drv_enable_cb(struct uvn_vq_drv *vq, bool delayed)
+{
+	if (vq->event_idx) {
+		uint16_t pos = vq->pk.last_used;
+		bool wrap = vq->pk.used_wrap;
+
+		if (delayed) {
+			unsigned ahead = (unsigned)(vq->num - vq->num_free) * 3 / 4;
+
+			pos = (uint16_t)(pos + ahead);
+			if (pos >= vq->num) {
+				pos = (uint16_t)(pos - vq->num);
+				wrap = !wrap;
+			}
+		}
+		/* The event position first: the device reads it after the flags. */
+		uvn_wr16(&vq->pk.driver->off_wrap, (uint16_t)(pos | (wrap ? WRAP_BIT : 0)));
+		uvn_fence_release();
+		set_event_flags(vq, VRING_PACKED_EVENT_FLAG_DESC);
+	} else {
+		set_event_flags(vq, VRING_PACKED_EVENT_FLAG_ENABLE);
+	}
+	/* The request visible before we look for used descriptors again. */
+	uvn_fence_full();
+	if (vq->in_batch)
+		return false;
+	if (!delayed || !vq->event_idx)
+		return !uvn_packed_drv_has_used(vq);
+	/* Delayed: too late if the device already wrote at the event position
+	 * (best effort, as in Linux: a used element may not start there). */
+	uint16_t off = uvn_rd16(&vq->pk.driver->off_wrap);
+
+	return !is_used(uvn_load_acquire16(&vq->pk.desc[off & ~WRAP_BIT].flags),
+			!!(off & WRAP_BIT));
+}
+
+void *uvn_packed_drv_detach_unused(struct uvn_vq_drv *vq)
+{
+	for (unsigned i = 0; i < vq->num; i++) {
+		if (vq->state[i].token) {
+			struct uvn_drv_state *s = &vq->state[i];
+			void *token = s->token;
+
+			uvn_drv_release_indirect(vq, s);
+			vq->next[i] = vq->free_head;
+			vq->free_head = (uint16_t)i;
+			vq->num_free = (uint16_t)(vq->num_free + s->ndesc);
+			s->token = NULL;
+			vq->in_flight--;
+			if (!vq->in_flight) {
+				vq->order_head = vq->order_tail;
+				vq->in_batch = false;
+			}
+			return token;
+		}
+	}
+	return NULL;
+}

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared by every ring file: typed little-endian accessors for the wire
+ * fields, the memory-ordering helpers named after what the spec requires,
+ * and the event index rule. Wire layouts are the UAPI ones.
+ */
+#ifndef UVN_RING_H
+#define UVN_RING_H
+
+#include <endian.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <linux/virtio_config.h>
+#include <linux/virtio_ring.h>
+
+_Static_assert(sizeof(struct vring_desc) == 16, "split descriptor is 16 bytes");
+_Static_assert(sizeof(struct vring_packed_desc) == 16, "packed descriptor is 16 bytes");
+_Static_assert(sizeof(struct vring_used_elem) == 8, "used element is 8 bytes");
+_Static_assert(sizeof(struct vring_avail) == 4, "avail header is 4 bytes");
+_Static_assert(sizeof(struct vring_used) == 4, "used header is 4 bytes");
+_Static_assert(sizeof(struct vring_packed_desc_event) == 4, "event suppression is 4 bytes");
+
+#define UVN_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define UVN_LIKELY(x) __builtin_expect(!!(x), 1)
+
+static inline bool uvn_has_feature(uint64_t features, unsigned bit)
+{
+	return (features >> bit) & 1;
+}
+
+/*
+ * Plain accesses to fields the peer does not write concurrently (or where a
+ * torn value cannot matter) go through these so every wire access is typed
+ * and converted in one place.
+ */
+static inline uint16_t uvn_rd16(const void *p)
+{
+	return le16toh(*(const volatile uint16_t *)p);
+}
+
+static inline void uvn_wr16(void *p, uint16_t v)
+{
+	*(volatile uint16_t *)p = htole16(v);
+}
+
+static inline void uvn_wr32(void *p, uint32_t v)
+{
+	*(volatile uint32_t *)p = htole32(v);
+}
+
+static inline void uvn_wr64(void *p, uint64_t v)
+{
+	*(volatile uint64_t *)p = htole64(v);
+}
+
+/*
+ * Publish: everything written before becomes visible no later than this
+ * 16-bit store (the avail or used index, a packed descriptor's flags).
+ */
+static inline void uvn_store_release16(void *p, uint16_t v)
+{
+	atomic_store_explicit((_Atomic uint16_t *)p, htole16(v), memory_order_release);
+}
+
+/*
+ * Consume: nothing after this load is read before it (the other side's
+ * index, or a packed descriptor's flags, guards the data behind it).
+ */
+static inline uint16_t uvn_load_acquire16(const void *p)
+{
+	return le16toh(atomic_load_explicit((_Atomic const uint16_t *)p, memory_order_acquire));
+}
+
+/*
+ * Make the releasing stores of a batch ordered after everything before
+ * this point (packed rings publish several heads after one fence).
+ */
+static inline void uvn_fence_release(void)
+{
+	atomic_thread_fence(memory_order_release);
+}
+
+/*
+ * Full fence: a store of ours (index published, notifications re-enabled)
+ * must be visible before we read the other side's event index or flags,
+ * otherwise both sides can decide not to notify.
+ */
+static inline void uvn_fence_full(void)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+/*
+ * True if the peer asked to be notified when the index moved from @old to
+ * @new_idx past @event. All arithmetic in u16: indices are free running.
+ */
+static inline bool uvn_need_event(uint16_t event, uint16_t new_idx, uint16_t old)
+{
+	return (uint16_t)(new_idx - event - 1) < (uint16_t)(new_idx - old);
+}
+
+/* A descriptor as read once from shared memory. */
+struct uvn_desc {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t flags;
+	uint16_t next; /* split: next index; packed: buffer id */
+};
+
+/*
+ * Read a split descriptor with two 64-bit loads, so each field is fetched
+ * from shared memory exactly once; the driver may be rewriting it.
+ */
+static inline void uvn_desc_read_split(const struct vring_desc *d, struct uvn_desc *out)
+{
+	const volatile uint64_t *p = (const volatile uint64_t *)d;
+	uint64_t a = le64toh(p[0]);
+	uint64_t w = le64toh(p[1]);
+
+	out->addr = a;
+	out->len = (uint32_t)w;
+	out->flags = (uint16_t)(w >> 32);
+	out->next = (uint16_t)(w >> 48);
+}
+
+#endif

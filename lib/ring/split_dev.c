@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Split ring, device half: read the avail index (acquire), walk chains into
+ * iovecs, push used elements and publish them with one index store, decide
+ * on notifications. Every value read from the ring is validated.
+ */
+#include "vq.h"
+
+static inline uint16_t *used_event(struct uvn_vq_dev *vq)
+{
+	return &vq->split.avail->ring[vq->num];
+}
+
+static inline uint16_t *avail_event(struct uvn_vq_dev *vq)
+{
+	return (uint16_t *)&vq->split.used->ring[vq->num];
+}
+
+void uvn_split_dev_init(struct uvn_vq_dev *vq, const struct uvn_vq_dev_cfg *cfg)
+{
+	vq->split.desc = cfg->desc;
+	vq->split.avail = cfg->driver;
+	vq->split.used = cfg->device;
+	vq->split.last_avail = cfg->avail_idx;
+	vq->split.shadow_avail = cfg->avail_idx;
+	vq->split.used_idx = cfg->used_idx;
+	vq->signalled_valid = false;
+}
+
+int uvn_split_dev_avail(struct uvn_vq_dev *vq)
+{
+	/* Acquire: avail entries and descriptors are read after the index. */
+	uint16_t idx = uvn_load_acquire16(&vq->split.avail->idx);
+	uint16_t n = (uint16_t)(idx - vq->split.last_avail);
+
+	if (UVN_UNLIKELY(n > vq->num))
+		return uvn_vq_dev_fail(vq, UVN_VQ_E_AVAIL_IDX);
+	vq->split.shadow_avail = idx;
+	return n;
+}
+
+static int walk(struct uvn_vq_dev *vq, uint16_t head, struct uvn_chain_walk *w, unsigned *ndesc)
+{
+	unsigned steps = 0;
+	uint16_t i = head;
+
+	for (;;) {
+		struct uvn_desc d;
+		int ret;
+
+		if (UVN_UNLIKELY(steps++ >= vq->num))
+			return UVN_VQ_E_LOOP;
+		uvn_desc_read_split(&vq->split.desc[i], &d);
+		if (d.flags & VRING_DESC_F_INDIRECT) {
+			*ndesc = steps;
+			return uvn_chain_indirect(w, &d);
+		}
+		ret = uvn_chain_add(w, &d);
+		if (UVN_UNLIKELY(ret))
+			return ret;
+		if (!(d.flags & VRING_DESC_F_NEXT))
+			break;
+		i = d.next;
+		if (UVN_UNLIKELY(i >= vq->num))
+			return UVN_VQ_E_NEXT_RANGE;
+	}
+	*ndesc = steps;
+	return 0;
+}
+
+int uvn_split_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
+		      unsigned iov_max)
+{
+	struct uvn_chain_walk w;
+	unsigned ndesc = 0;
+	uint16_t head;
+	int ret;
+
+	if (vq->split.last_avail == vq->split.shadow_avail) {
+		ret = uvn_split_dev_avail(vq);
+		if (ret <= 0)
+			return ret;
+	}
+	head = uvn_rd16(&vq->split.avail->ring[vq->split.last_avail & (vq->num - 1)]);
+	if (UVN_UNLIKELY(head >= vq->num))
+		return uvn_vq_dev_fail(vq, UVN_VQ_E_HEAD_RANGE);
+	uvn_chain_begin(&w, vq, iov, iov_max);
+	ret = walk(vq, head, &w, &ndesc);
+	if (UVN_UNLIKELY(ret))
+		return uvn_vq_dev_fail(vq, ret);
+	uvn_chain_end(&w, ch);
+	ch->id = head;
+	ch->ndesc = (uint16_t)ndesc;
+	vq->split.last_avail++;
+	vq->st.bufs++;
+	return 1;
+}
+
+static void write_used(struct uvn_vq_dev *vq, uint16_t slot, uint16_t id, uint32_t len)
+{
+	struct vring_used_elem *e = &vq->split.used->ring[slot & (vq->num - 1)];
+
+	uvn_wr32(&e->id, id);
+	uvn_wr32(&e->len, len);
+}
+
+void uvn_split_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len)
+{
+	vq->st.used++;
+	if (vq->batch_used) {
+		vq->batch_id = ch->id;
+		vq->batch_len = len;
+		vq->staged++;
+		return;
+	}
+	write_used(vq, vq->split.used_idx, ch->id, len);
+	vq->split.used_idx++;
+	vq->staged++;
+}
+
+static bool need_notify(struct uvn_vq_dev *vq, uint16_t new_idx)
+{
+	bool need;
+
+	if (vq->event_idx) {
+		uint16_t old = vq->signalled;
+		bool valid = vq->signalled_valid;
+
+		vq->signalled = new_idx;
+		vq->signalled_valid = true;
+		need = !valid || uvn_need_event(uvn_rd16(used_event(vq)), new_idx, old);
+	} else {
+		need = !(uvn_rd16(&vq->split.avail->flags) & VRING_AVAIL_F_NO_INTERRUPT);
+	}
+	if (need)
+		vq->st.notify++;
+	else
+		vq->st.notify_suppressed++;
+	return need;
+}
+
+bool uvn_split_dev_flush(struct uvn_vq_dev *vq)
+{
+	if (!vq->staged)
+		return false;
+	if (vq->batch_used) {
+		/* IN_ORDER batch: one entry at the batch's first slot, the index
+		 * moves by the batch size. */
+		write_used(vq, vq->split.used_idx, vq->batch_id, vq->batch_len);
+		vq->split.used_idx = (uint16_t)(vq->split.used_idx + vq->staged);
+	}
+	vq->staged = 0;
+	/* Used entries (and the data written into the buffers) before the index. */
+	uvn_store_release16(&vq->split.used->idx, vq->split.used_idx);
+	/* The index must be visible before we read used_event/flags, or the
+	 * driver may sleep on the old index while we skip the notification. */
+	uvn_fence_full();
+	return need_notify(vq, vq->split.used_idx);
+}
+
+bool uvn_split_dev_enable_notify(struct uvn_vq_dev *vq)
+{
+	int n;
+
+	if (vq->event_idx) {
+		uvn_wr16(avail_event(vq), vq->split.last_avail);
+	} else {
+		vq->split.flags_shadow &= (uint16_t)~VRING_USED_F_NO_NOTIFY;
+		uvn_wr16(&vq->split.used->flags, vq->split.flags_shadow);
+	}
+	/* The request must be visible before we re-read the avail index: the
+	 * driver publishes its index and then reads our request. */
+	uvn_fence_full();
+	n = uvn_split_dev_avail(vq);
+	return n == 0;
+}
+
+void uvn_split_dev_disable_notify(struct uvn_vq_dev *vq)
+{
+	/* With EVENT_IDX a stale avail_event already suppresses kicks. */
+	if (vq->event_idx || (vq->split.flags_shadow & VRING_USED_F_NO_NOTIFY))
+		return;
+	vq->split.flags_shadow |= VRING_USED_F_NO_NOTIFY;
+	uvn_wr16(&vq->split.used->flags, vq->split.flags_shadow);
+}

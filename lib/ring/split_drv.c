@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Split ring, driver half: fill descriptors and avail entries, publish the
+ * avail index in batches, decide on kicks, reclaim used buffers.
+ *
+ * The free list and chain links live in a private array (vq->next), never
+ * read back from the descriptor table: the device can write shared memory.
+ */
+#include "vq.h"
+
+static inline uint16_t *used_event(struct uvn_vq_drv *vq)
+{
+	return &vq->split.avail->ring[vq->num];
+}
+
+static inline uint16_t *avail_event(struct uvn_vq_drv *vq)
+{
+	return (uint16_t *)&vq->split.used->ring[vq->num];
+}
+
+int uvn_split_drv_init(struct uvn_vq_drv *vq, void *ring)
+{
+	struct uvn_vq_layout lay;
+
+	uvn_vq_layout(false, vq->num, &lay);
+	vq->split.desc = ring;
+	vq->split.avail = (struct vring_avail *)((char *)ring + lay.driver);
+	vq->split.used = (struct vring_used *)((char *)ring + lay.device);
+	for (unsigned i = 0; i < vq->num; i++)
+		vq->next[i] = (uint16_t)(i + 1);
+	vq->free_head = 0;
+	vq->num_free = vq->num;
+	return 0;
+}
+
+static void write_desc(struct vring_desc *d, uint64_t addr, uint32_t len, uint16_t flags,
+		       uint16_t next)
+{
+	uvn_wr64(&d->addr, addr);
+	uvn_wr32(&d->len, len);
+	uvn_wr16(&d->flags, flags);
+	uvn_wr16(&d->next, next);
+}
+
+static uint16_t seg_flags(unsigned i, unsigned nout, unsigned total)
+{
+	return (uint16_t)((i + 1 < total ? VRING_DESC_F_NEXT : 0) |
+			  (i >= nout ? VRING_DESC_F_WRITE : 0));
+}
+
+int uvn_split_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout, unsigned nin,
+		      void *token, bool indirect)
+{
+	unsigned total = nout + nin, ndesc;
+	struct vring_desc *table = NULL;
+	uint64_t taddr = 0, in_len = 0;
+	uint16_t head = vq->free_head, i, last;
+
+	for (unsigned k = nout; k < total; k++)
+		in_len += sg[k].len;
+	if (in_len > UINT32_MAX)
+		return -UVN_VQ_E_INVAL;
+	if (indirect)
+		table = vq->indirect_alloc(vq->indirect_ctx, total, &taddr);
+	ndesc = table ? 1 : total;
+	if (vq->num_free < ndesc) {
+		if (table)
+			vq->indirect_free(vq->indirect_ctx, table, total);
+		return -UVN_VQ_E_NOSPC;
+	}
+	if (table) {
+		for (unsigned k = 0; k < total; k++)
+			write_desc(&table[k], sg[k].addr, sg[k].len, seg_flags(k, nout, total),
+				   (uint16_t)(k + 1));
+		write_desc(&vq->split.desc[head], taddr, (uint32_t)(16 * total),
+			   VRING_DESC_F_INDIRECT, 0);
+		last = head;
+		vq->st.indirect++;
+	} else {
+		i = head;
+		last = head;
+		for (unsigned k = 0; k < total; k++) {
+			write_desc(&vq->split.desc[i], sg[k].addr, sg[k].len,
+				   seg_flags(k, nout, total), vq->next[i]);
+			last = i;
+			i = vq->next[i];
+		}
+	}
+	vq->free_head = vq->next[last];
+	vq->num_free = (uint16_t)(vq->num_free - ndesc);
+	vq->state[head] = (struct uvn_drv_state){
+		.token = token, .indirect = table, .in_len = (uint32_t)in_len,
+		.ndesc = (uint16_t)ndesc, .nindir = table ? (uint16_t)total : 0, .last = last,
+	};
+	uvn_wr16(&vq->split.avail->ring[vq->split.avail_idx & (vq->num - 1)], head);
+	vq->split.avail_idx++;
+	vq->added++;
+	vq->in_flight++;
+	if (vq->in_order)
+		vq->order[vq->order_tail++ & (vq->num - 1)] = head;
+	vq->st.bufs++;
+	return 0;
+}
+
+bool uvn_split_drv_kick_prepare(struct uvn_vq_drv *vq)
+{
+	uint16_t new_idx = vq->split.avail_idx, old = (uint16_t)(new_idx - vq->added);
+	bool need;
+
+	if (!vq->added)
+		return false;
+	vq->added = 0;
+	/* Descriptors and avail entries must be visible before the index. */
+	uvn_store_release16(&vq->split.avail->idx, new_idx);
+	/* The new index must be visible before we read avail_event/flags, or
+	 * the device may go to sleep on the old index while we skip the kick. */
+	uvn_fence_full();
+	if (vq->event_idx)
+		need = uvn_need_event(uvn_rd16(avail_event(vq)), new_idx, old);
+	else
+		need = !(uvn_rd16(&vq->split.used->flags) & VRING_USED_F_NO_NOTIFY);
+	if (need)
+		vq->st.notify++;
+	else
+		vq->st.notify_suppressed++;
+	return need;
+}
+
+static void *detach(struct uvn_vq_drv *vq, uint16_t head)
+{
+	struct uvn_drv_state *s = &vq->state[head];
+	void *token = s->token;
+
+	uvn_drv_release_indirect(vq, s);
+	vq->next[s->last] = vq->free_head;
+	vq->free_head = head;
+	vq->num_free = (uint16_t)(vq->num_free + s->ndesc);
+	s->token = NULL;
+	vq->in_flight--;
+	vq->st.used++;
+	return token;
+}
+
+/* Are there used entries we have not read? Re-reads used->idx when needed. */
+static int used_pending(struct uvn_vq_drv *vq)
+{
+	uint16_t idx;
+
+	if (vq->split.last_used != vq->split.shadow_used)
+		return 1;
+	/* Acquire: the used entries and buffer contents behind the index. */
+	idx = uvn_load_acquire16(&vq->split.used->idx);
+	if (UVN_UNLIKELY((uint16_t)(idx - vq->split.last_used) > vq->in_flight))
+		return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_IDX);
+	vq->split.shadow_used = idx;
+	return idx != vq->split.last_used;
+}
+
+static void read_used(struct uvn_vq_drv *vq, uint16_t *id, uint32_t *len)
+{
+	struct vring_used_elem *e = &vq->split.used->ring[vq->split.last_used & (vq->num - 1)];
+	uint32_t v = le32toh(*(volatile uint32_t *)&e->id);
+
+	*len = le32toh(*(volatile uint32_t *)&e->len);
+	/* Out of range ids become num, which the caller rejects. */
+	*id = v < vq->num ? (uint16_t)v : vq->num;
+}
+
+/* One used entry per buffer. */
+static int get_one(struct uvn_vq_drv *vq, struct uvn_vq_done *out)
+{
+	uint16_t id;
+	uint32_t len;
+
+	read_used(vq, &id, &len);
+	if (UVN_UNLIKELY(id >= vq->num || !vq->state[id].token))
+		return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_ID);
+	if (UVN_UNLIKELY(len > vq->state[id].in_len))
+		return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_LEN);
+	out->len = len;
+	out->token = detach(vq, id);
+	vq->split.last_used++;
+	return 0;
+}
+
+/* IN_ORDER: one used entry may stand for every buffer up to its id. */
+static int get_in_order(struct uvn_vq_drv *vq, struct uvn_vq_done *out)
+{
+	uint16_t head;
+
+	if (!vq->in_batch) {
+		uint16_t id;
+		uint32_t len;
+
+		read_used(vq, &id, &len);
+		if (UVN_UNLIKELY(id >= vq->num || !vq->state[id].token))
+			return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_ID);
+		if (UVN_UNLIKELY(len > vq->state[id].in_len))
+			return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_LEN);
+		vq->in_batch = true;
+		vq->batch_id = id;
+		vq->batch_len = len;
+	}
+	/* The device advanced the used index by the whole batch at once. */
+	if (UVN_UNLIKELY(vq->split.last_used == vq->split.shadow_used))
+		return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_IDX);
+	head = vq->order[vq->order_head & (vq->num - 1)];
+	if (head == vq->batch_id) {
+		vq->in_batch = false;
+		out->len = vq->batch_len;
+	} else {
+		/* Skipped buffers were used completely. */
+		out->len = vq->state[head].in_len;
+	}
+	vq->order_head++;
+	out->token = detach(vq, head);
+	vq->split.last_used++;
+	return 0;
+}
+
+int uvn_split_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned max)
+{
+	unsigned n = 0;
+
+	while (n < max) {
+		int ret = used_pending(vq);
+
+		if (ret <= 0) {
+			if (ret < 0)
+				return ret;
+			break;
+		}
+		ret = vq->in_order ? get_in_order(vq, &out[n]) : get_one(vq, &out[n]);
+		if (ret)
+			return ret;
+		n++;
+	}
+	return (int)n;
+}
+
+bool uvn_split_drv_has_used(struct uvn_vq_drv *vq)
+{
+	return used_pending(vq) > 0;
+}
+
+void uvn_split_drv_disable_cb(struct uvn_vq_drv *vq)
+{
+	if (vq->split.flags_shadow & VRING_AVAIL_F_NO_INTERRUPT)
+		return;
+	vq->split.flags_shadow |= VRING_AVAIL_F_NO_INTERRUPT;
+	if (vq->event_idx)
+		/* An event index just behind us is crossed only after 64K entries. */
+		uvn_wr16(used_event(vq), (uint16_t)(vq->split.last_used - 1));
+	else
+		uvn_wr16(&vq->split.avail->flags, vq->split.flags_shadow);
+}
+
+bool uvn_split_drv_enable_cb(struct uvn_vq_drv *vq, bool delayed)
+{
+	uint16_t bufs = 0, idx;
+
+	vq->split.flags_shadow &= (uint16_t)~VRING_AVAIL_F_NO_INTERRUPT;
+	if (vq->event_idx) {
+		if (delayed)
+			bufs = (uint16_t)(vq->in_flight * 3 / 4);
+		uvn_wr16(used_event(vq), (uint16_t)(vq->split.last_used + bufs));
+	} else {
+		uvn_wr16(&vq->split.avail->flags, vq->split.flags_shadow);
+	}
+	/* The request must be visible before we look at the used index again:
+	 * the device reads it after publishing, the mirror of this order. */
+	uvn_fence_full();
+	if (vq->in_batch)
+		return false;
+	idx = uvn_load_acquire16(&vq->split.used->idx);
+	return (uint16_t)(idx - vq->split.last_used) <= bufs;
+}
+
+void *uvn_split_drv_detach_unused(struct uvn_vq_drv *vq)
+{
+	for (unsigned i = 0; i < vq->num; i++) {
+		if (vq->state[i].token) {
+			void *token = detach(vq, (uint16_t)i);
+
+			if (!vq->in_flight) {
+				vq->order_head = vq->order_tail;
+				vq->in_batch = false;
+			}
+			return token;
+		}
+	}
+	return NULL;
+}

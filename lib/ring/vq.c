@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Queue creation, layout, errors, statistics, and the dispatch from the
+ * public API to the split or packed half.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "vq.h"
+
+#define CACHE_LINE 64
+
+static const char *const errstr[UVN_VQ_E__COUNT] = {
+	[UVN_VQ_OK] = "ok",
+	[UVN_VQ_E_HEAD_RANGE] = "head index out of range",
+	[UVN_VQ_E_NEXT_RANGE] = "next index out of range",
+	[UVN_VQ_E_LOOP] = "descriptor chain longer than the ring (loop)",
+	[UVN_VQ_E_INDIRECT_LEN] = "indirect table length invalid",
+	[UVN_VQ_E_INDIRECT_MAP] = "indirect table not in mapped memory",
+	[UVN_VQ_E_INDIRECT_NESTED] = "nested indirect descriptor",
+	[UVN_VQ_E_INDIRECT_NEXT] = "INDIRECT together with NEXT",
+	[UVN_VQ_E_WRITE_ORDER] = "readable descriptor after a writable one",
+	[UVN_VQ_E_UNMAPPED] = "buffer not in mapped memory",
+	[UVN_VQ_E_LEN_OVERFLOW] = "chain length overflows 32 bits",
+	[UVN_VQ_E_ZERO_LEN] = "zero-length descriptor",
+	[UVN_VQ_E_AVAIL_IDX] = "avail index moved by more than the queue size",
+	[UVN_VQ_E_IOV_FULL] = "chain has more segments than the iovec array",
+	[UVN_VQ_E_INDIRECT_FEATURE] = "indirect descriptor without INDIRECT_DESC",
+	[UVN_VQ_E_USED_ID] = "used id not in flight",
+	[UVN_VQ_E_USED_LEN] = "used length larger than the buffer",
+	[UVN_VQ_E_USED_IDX] = "used index moved past the buffers in flight",
+	[UVN_VQ_E_INVAL] = "invalid argument",
+	[UVN_VQ_E_NOSPC] = "no free descriptors",
+};
+
+const char *uvn_vq_strerror(int err)
+{
+	if (err < 0)
+		err = -err;
+	if (err >= UVN_VQ_E__COUNT)
+		return "unknown virtqueue error";
+	return errstr[err];
+}
+
+#define STAT(f) { #f, offsetof(struct uvn_vq_stats, f) }
+#define ERRSTAT(e, n) { "err_" n, offsetof(struct uvn_vq_stats, err) + (e) * sizeof(uint64_t) }
+const struct uvn_stat_desc uvn_vq_stats_desc[] = {
+	STAT(bufs),
+	STAT(used),
+	STAT(indirect),
+	STAT(notify),
+	STAT(notify_suppressed),
+	ERRSTAT(UVN_VQ_E_HEAD_RANGE, "head_range"),
+	ERRSTAT(UVN_VQ_E_NEXT_RANGE, "next_range"),
+	ERRSTAT(UVN_VQ_E_LOOP, "loop"),
+	ERRSTAT(UVN_VQ_E_INDIRECT_LEN, "indirect_len"),
+	ERRSTAT(UVN_VQ_E_INDIRECT_MAP, "indirect_map"),
+	ERRSTAT(UVN_VQ_E_INDIRECT_NESTED, "indirect_nested"),
+	ERRSTAT(UVN_VQ_E_INDIRECT_NEXT, "indirect_next"),
+	ERRSTAT(UVN_VQ_E_WRITE_ORDER, "write_order"),
+	ERRSTAT(UVN_VQ_E_UNMAPPED, "unmapped"),
+	ERRSTAT(UVN_VQ_E_LEN_OVERFLOW, "len_overflow"),
+	ERRSTAT(UVN_VQ_E_ZERO_LEN, "zero_len"),
+	ERRSTAT(UVN_VQ_E_AVAIL_IDX, "avail_idx"),
+	ERRSTAT(UVN_VQ_E_IOV_FULL, "iov_full"),
+	ERRSTAT(UVN_VQ_E_INDIRECT_FEATURE, "indirect_feature"),
+	ERRSTAT(UVN_VQ_E_USED_ID, "used_id"),
+	ERRSTAT(UVN_VQ_E_USED_LEN, "used_len"),
+	ERRSTAT(UVN_VQ_E_USED_IDX, "used_idx"),
+	{ NULL, 0 },
+};
+
+static size_t align_up(size_t v, size_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+int uvn_vq_layout(bool packed, unsigned num, struct uvn_vq_layout *out)
+{
+	if (num == 0 || num > UVN_VQ_MAX_SIZE)
+		return -UVN_VQ_E_INVAL;
+	out->desc = 0;
+	if (packed) {
+		/* The two event areas on their own cache lines: each side writes one. */
+		out->driver = align_up(sizeof(struct vring_packed_desc) * num, CACHE_LINE);
+		out->device = out->driver + CACHE_LINE;
+		out->size = out->device + CACHE_LINE;
+		return 0;
+	}
+	if (num & (num - 1))
+		return -UVN_VQ_E_INVAL;
+	out->driver = sizeof(struct vring_desc) * num;
+	/* avail: flags, idx, ring[num], used_event */
+	size_t avail_end = out->driver + sizeof(uint16_t) * (3 + num);
+	/* The used ring only needs 4-byte alignment; a cache line keeps it
+	 * away from the avail ring the driver writes. */
+	out->device = align_up(avail_end, CACHE_LINE);
+	/* used: flags, idx, ring[num], avail_event */
+	out->size = out->device + sizeof(uint16_t) * 3 + sizeof(struct vring_used_elem) * num;
+	return 0;
+}
+
+int uvn_vq_drv_fail(struct uvn_vq_drv *vq, int code)
+{
+	if (!vq->err) {
+		vq->err = -code;
+		vq->st.err[code]++;
+	}
+	return vq->err;
+}
+
+int uvn_vq_dev_fail(struct uvn_vq_dev *vq, int code)
+{
+	if (!vq->err) {
+		vq->err = -code;
+		vq->st.err[code]++;
+	}
+	return vq->err;
+}
+
+/* ---------------------------------------------------------------- driver */
+
+int uvn_vq_drv_create(const struct uvn_vq_drv_cfg *cfg, struct uvn_vq_drv **out)
+{
+	bool packed = uvn_has_feature(cfg->features, VIRTIO_F_RING_PACKED);
+	struct uvn_vq_layout lay;
+	struct uvn_vq_drv *vq;
+	int ret;
+
+	if (!cfg->ring || ((uintptr_t)cfg->ring & 15))
+		return -UVN_VQ_E_INVAL;
+	ret = uvn_vq_layout(packed, cfg->num, &lay);
+	if (ret)
+		return ret;
+	vq = calloc(1, sizeof(*vq));
+	if (!vq)
+		return -UVN_VQ_E_NOSPC;
+	vq->packed = packed;
+	vq->num = (uint16_t)cfg->num; /* 32768 fits */
+	vq->event_idx = uvn_has_feature(cfg->features, VIRTIO_RING_F_EVENT_IDX);
+	vq->in_order = uvn_has_feature(cfg->features, VIRTIO_F_IN_ORDER);
+	vq->indirect = uvn_has_feature(cfg->features, VIRTIO_RING_F_INDIRECT_DESC) &&
+		       cfg->indirect_alloc && cfg->indirect_free;
+	vq->indirect_alloc = cfg->indirect_alloc;
+	vq->indirect_free = cfg->indirect_free;
+	vq->indirect_ctx = cfg->indirect_ctx;
+	vq->state = calloc(cfg->num, sizeof(*vq->state));
+	vq->next = calloc(cfg->num, sizeof(*vq->next));
+	vq->order = calloc(cfg->num, sizeof(*vq->order));
+	if (!vq->state || !vq->next || !vq->order)
+		goto fail;
+	memset(cfg->ring, 0, lay.size);
+	ret = packed ? uvn_packed_drv_init(vq, cfg->ring) : uvn_split_drv_init(vq, cfg->ring);
+	if (ret)
+		goto fail;
+	*out = vq;
+	return 0;
+fail:
+	uvn_vq_drv_destroy(vq);
+	return -UVN_VQ_E_NOSPC;
+}
+
+void uvn_vq_drv_destroy(struct uvn_vq_drv *vq)
+{
+	if (!vq)
+		return;
+	if (vq->state && vq->indirect_free) {
+		for (unsigned i = 0; i < vq->num; i++)
+			uvn_drv_release_indirect(vq, &vq->state[i]);
+	}
+	if (vq->packed) {
+		free(vq->pk.pend_pos);
+		free(vq->pk.pend_flags);
+	}
+	free(vq->state);
+	free(vq->next);
+	free(vq->order);
+	free(vq);
+}
+
+int uvn_vq_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout, unsigned nin,
+		   void *token, unsigned flags)
+{
+	unsigned total = nout + nin;
+	bool indirect;
+
+	if (UVN_UNLIKELY(vq->err))
+		return vq->err;
+	if (UVN_UNLIKELY(!token || total == 0 || total > vq->num || nout > vq->num))
+		return -UVN_VQ_E_INVAL;
+	indirect = vq->indirect && total > 1 && !(flags & UVN_VQ_ADD_NO_INDIRECT);
+	return vq->packed ? uvn_packed_drv_add(vq, sg, nout, nin, token, indirect)
+			  : uvn_split_drv_add(vq, sg, nout, nin, token, indirect);
+}
+
+bool uvn_vq_drv_kick_prepare(struct uvn_vq_drv *vq)
+{
+	if (UVN_UNLIKELY(vq->err))
+		return false;
+	return vq->packed ? uvn_packed_drv_kick_prepare(vq) : uvn_split_drv_kick_prepare(vq);
+}
+
+int uvn_vq_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned max)
+{
+	if (UVN_UNLIKELY(vq->err))
+		return vq->err;
+	return vq->packed ? uvn_packed_drv_get_used(vq, out, max)
+			  : uvn_split_drv_get_used(vq, out, max);
+}
+
+bool uvn_vq_drv_has_used(struct uvn_vq_drv *vq)
+{
+	if (UVN_UNLIKELY(vq->err))
+		return false;
+	return vq->packed ? uvn_packed_drv_has_used(vq) : uvn_split_drv_has_used(vq);
+}
+
+void uvn_vq_drv_disable_cb(struct uvn_vq_drv *vq)
+{
+	if (vq->packed)
+		uvn_packed_drv_disable_cb(vq);
+	else
+		uvn_split_drv_disable_cb(vq);
+}
+
+bool uvn_vq_drv_enable_cb(struct uvn_vq_drv *vq)
+{
+	if (UVN_UNLIKELY(vq->err))
+		return true;
+	return vq->packed ? uvn_packed_drv_enable_cb(vq, false) : uvn_split_drv_enable_cb(vq, false);
+}
+
+bool uvn_vq_drv_enable_cb_delayed(struct uvn_vq_drv *vq)
+{
+	if (UVN_UNLIKELY(vq->err))
+		return true;
+	return vq->packed ? uvn_packed_drv_enable_cb(vq, true) : uvn_split_drv_enable_cb(vq, true);
+}
+
+unsigned uvn_vq_drv_num_free(const struct uvn_vq_drv *vq)
+{
+	return vq->num_free;
+}
+
+void *uvn_vq_drv_detach_unused(struct uvn_vq_drv *vq)
+{
+	return vq->packed ? uvn_packed_drv_detach_unused(vq) : uvn_split_drv_detach_unused(vq);
+}
+
+int uvn_vq_drv_error(const struct uvn_vq_drv *vq)
+{
+	return vq->err;
+}
+
+const struct uvn_vq_stats *uvn_vq_drv_stats(const struct uvn_vq_drv *vq)
+{
+	return &vq->st;
+}
+
+uint16_t uvn_vq_drv_avail_state(const struct uvn_vq_drv *vq)
+{
+	if (vq->packed)
+		return (uint16_t)(vq->pk.next_avail | (vq->pk.avail_wrap << 15));
+	return vq->split.avail_idx;
+}
+
+/* ---------------------------------------------------------------- device */
+
+int uvn_vq_dev_create(const struct uvn_vq_dev_cfg *cfg, struct uvn_vq_dev **out)
+{
+	bool packed = uvn_has_feature(cfg->features, VIRTIO_F_RING_PACKED);
+	struct uvn_vq_layout lay;
+	struct uvn_vq_dev *vq;
+	int ret;
+
+	ret = uvn_vq_layout(packed, cfg->num, &lay);
+	if (ret)
+		return ret;
+	if (!cfg->desc || !cfg->driver || !cfg->device || !cfg->xlate)
+		return -UVN_VQ_E_INVAL;
+	if (packed && (cfg->avail_idx >= cfg->num || cfg->used_idx >= cfg->num))
+		return -UVN_VQ_E_INVAL;
+	vq = calloc(1, sizeof(*vq));
+	if (!vq)
+		return -UVN_VQ_E_NOSPC;
+	vq->packed = packed;
+	vq->num = (uint16_t)cfg->num;
+	vq->event_idx = uvn_has_feature(cfg->features, VIRTIO_RING_F_EVENT_IDX);
+	vq->in_order = uvn_has_feature(cfg->features, VIRTIO_F_IN_ORDER);
+	vq->indirect_ok = uvn_has_feature(cfg->features, VIRTIO_RING_F_INDIRECT_DESC);
+	vq->xlate = cfg->xlate;
+	vq->xlate_ctx = cfg->xlate_ctx;
+	if (packed)
+		uvn_packed_dev_init(vq, cfg);
+	else
+		uvn_split_dev_init(vq, cfg);
+	*out = vq;
+	return 0;
+}
+
+void uvn_vq_dev_destroy(struct uvn_vq_dev *vq)
+{
+	free(vq);
+}
+
+void uvn_vq_dev_set_addrs(struct uvn_vq_dev *vq, void *desc, void *driver, void *device,
+			  void *xlate_ctx)
+{
+	vq->xlate_ctx = xlate_ctx;
+	if (vq->packed) {
+		vq->pk.desc = desc;
+		vq->pk.driver = driver;
+		vq->pk.device = device;
+	} else {
+		vq->split.desc = desc;
+		vq->split.avail = driver;
+		vq->split.used = device;
+	}
+}
+
+int uvn_vq_dev_avail(struct uvn_vq_dev *vq)
+{
+	if (UVN_UNLIKELY(vq->err))
+		return vq->err;
+	return vq->packed ? uvn_packed_dev_avail(vq) : uvn_split_dev_avail(vq);
+}
+
+int uvn_vq_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
+		   unsigned iov_max)
+{
+	if (UVN_UNLIKELY(vq->err))
+		return vq->err;
+	return vq->packed ? uvn_packed_dev_pop(vq, ch, iov, iov_max)
+			  : uvn_split_dev_pop(vq, ch, iov, iov_max);
+}
+
+void uvn_vq_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len)
+{
+	if (vq->packed)
+		uvn_packed_dev_push(vq, ch, len);
+	else
+		uvn_split_dev_push(vq, ch, len);
+}
+
+void uvn_vq_dev_set_batch_used(struct uvn_vq_dev *vq, bool on)
+{
+	vq->batch_used = on && vq->in_order;
+}
+
+bool uvn_vq_dev_flush(struct uvn_vq_dev *vq)
+{
+	if (UVN_UNLIKELY(vq->err))
+		return false;
+	return vq->packed ? uvn_packed_dev_flush(vq) : uvn_split_dev_flush(vq);
+}
+
+bool uvn_vq_dev_enable_notify(struct uvn_vq_dev *vq)
+{
+	if (UVN_UNLIKELY(vq->err))
+		return true;
+	return vq->packed ? uvn_packed_dev_enable_notify(vq) : uvn_split_dev_enable_notify(vq);
+}
+
+void uvn_vq_dev_disable_notify(struct uvn_vq_dev *vq)
+{
+	if (UVN_UNLIKELY(vq->err))
+		return;
+	if (vq->packed)
+		uvn_packed_dev_disable_notify(vq);
+	else
+		uvn_split_dev_disable_notify(vq);
+}
+
+uint16_t uvn_vq_dev_avail_state(const struct uvn_vq_dev *vq)
+{
+	if (vq->packed)
+		return (uint16_t)(vq->pk.last_avail | (vq->pk.avail_wrap << 15));
+	return vq->split.last_avail;
+}
+
+uint16_t uvn_vq_dev_used_state(const struct uvn_vq_dev *vq)
+{
+	if (vq->packed)
+		return (uint16_t)(vq->pk.used_pos | (vq->pk.used_wrap << 15));
+	return vq->split.used_idx;
+}
+
+int uvn_vq_dev_error(const struct uvn_vq_dev *vq)
+{
+	return vq->err;
+}
+
+const struct uvn_vq_stats *uvn_vq_dev_stats(const struct uvn_vq_dev *vq)
+{
+	return &vq->st;
+}

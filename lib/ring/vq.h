@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The queue objects behind the opaque handles of <uvnet/virtqueue.h>, and
+ * the per-layout entry points the dispatch in vq.c calls.
+ */
+#ifndef UVN_RING_VQ_H
+#define UVN_RING_VQ_H
+
+#include <uvnet/virtqueue.h>
+
+#include "ring.h"
+
+/* Driver-private bookkeeping per head (split) or buffer id (packed). */
+struct uvn_drv_state {
+	void *token;      /* NULL: not in flight */
+	void *indirect;   /* table to free on reclaim, or NULL */
+	uint32_t in_len;  /* writable bytes, to validate the used length */
+	uint16_t ndesc;   /* ring descriptors the chain occupies */
+	uint16_t nindir;  /* entries of the indirect table */
+	uint16_t last;    /* split: last descriptor of the chain */
+};
+
+struct uvn_vq_drv {
+	bool packed, event_idx, in_order;
+	bool indirect;        /* INDIRECT_DESC negotiated and an allocator given */
+	uint16_t num;
+	int err;              /* 0, or -UVN_VQ_E_... once broken */
+	uint16_t num_free;
+	uint16_t added;       /* since the last kick_prepare: chains (split), descriptors (packed) */
+	/* IN_ORDER: a used entry that completes a batch ending at batch_id */
+	bool in_batch;
+	uint16_t batch_id;
+	uint32_t batch_len;
+	uint16_t in_flight;   /* buffers the device has not returned */
+	struct uvn_drv_state *state;
+	uint16_t *next;       /* split: free/chain links; packed: free id links */
+	uint16_t free_head;   /* split: first free descriptor; packed: first free id */
+	/* IN_ORDER: heads/ids in the order they were made available */
+	uint16_t *order;
+	uint16_t order_head, order_tail;
+	uvn_indirect_alloc_fn indirect_alloc;
+	uvn_indirect_free_fn indirect_free;
+	void *indirect_ctx;
+	union {
+		struct {
+			struct vring_desc *desc;
+			struct vring_avail *avail;
+			struct vring_used *used;
+			uint16_t avail_idx;   /* next avail slot (free running) */
+			uint16_t last_used;   /* next used entry to read (free running) */
+			uint16_t shadow_used; /* used->idx as last read */
+			uint16_t flags_shadow;/* our copy of avail->flags */
+		} split;
+		struct {
+			struct vring_packed_desc *desc;
+			struct vring_packed_desc_event *driver; /* we write */
+			struct vring_packed_desc_event *device; /* device writes */
+			uint16_t next_avail;  /* next ring position to fill */
+			bool avail_wrap;
+			uint16_t last_used;   /* next ring position to read used */
+			bool used_wrap;
+			uint16_t event_flags; /* our copy of driver->flags */
+			/* heads added but not yet published, with their flags */
+			uint16_t *pend_pos, *pend_flags;
+			uint16_t npend;
+		} pk;
+	};
+	struct uvn_vq_stats st;
+};
+
+struct uvn_vq_dev {
+	bool packed, event_idx, in_order, batch_used;
+	bool indirect_ok;     /* INDIRECT_DESC negotiated */
+	uint16_t num;
+	int err;
+	uvn_xlate_fn xlate;
+	void *xlate_ctx;
+	/* staged used elements not yet published */
+	uint16_t staged;
+	uint16_t batch_id;        /* IN_ORDER batch: id/len of the last chain */
+	uint32_t batch_len;
+	uint16_t batch_ndesc;     /* packed batch: descriptors covered */
+	bool signalled_valid;
+	uint16_t signalled;       /* used index / position at the last notification */
+	union {
+		struct {
+			struct vring_desc *desc;
+			struct vring_avail *avail;
+			struct vring_used *used;
+			uint16_t last_avail;  /* next avail entry to pop */
+			uint16_t shadow_avail;/* avail->idx as last read */
+			uint16_t used_idx;    /* next used slot to write */
+			uint16_t flags_shadow;/* our copy of used->flags */
+		} split;
+		struct {
+			struct vring_packed_desc *desc;
+			struct vring_packed_desc_event *driver; /* driver writes */
+			struct vring_packed_desc_event *device; /* we write */
+			uint16_t last_avail;
+			bool avail_wrap;
+			uint16_t used_pos;    /* next used slot to write */
+			bool used_wrap;
+			uint16_t first_pos;   /* first staged used slot and its flags */
+			uint16_t first_flags;
+			uint16_t event_flags; /* our copy of device->flags */
+		} pk;
+	};
+	struct uvn_vq_stats st;
+};
+
+/* Mark a queue broken with @code (positive), count it, return -code. */
+int uvn_vq_drv_fail(struct uvn_vq_drv *vq, int code);
+int uvn_vq_dev_fail(struct uvn_vq_dev *vq, int code);
+
+/* Device side: accumulate one chain's descriptors into iovecs (chain.c). */
+struct uvn_chain_walk {
+	struct uvn_vq_dev *vq;
+	struct iovec *iov;
+	unsigned iov_max;
+	unsigned niov;
+	unsigned nout;
+	uint64_t out_len, in_len;
+};
+
+void uvn_chain_begin(struct uvn_chain_walk *w, struct uvn_vq_dev *vq, struct iovec *iov,
+		     unsigned iov_max);
+/* Add one buffer descriptor (not INDIRECT). @return 0 or a positive error code. */
+int uvn_chain_add(struct uvn_chain_walk *w, const struct uvn_desc *d);
+/* Walk the indirect table @d points to. @return 0 or a positive error code. */
+int uvn_chain_indirect(struct uvn_chain_walk *w, const struct uvn_desc *d);
+/* Fill @ch from the walk. */
+void uvn_chain_end(const struct uvn_chain_walk *w, struct uvn_vq_chain *ch);
+
+/* Per-layout halves (split_drv.c, split_dev.c, packed_drv.c, packed_dev.c). */
+int uvn_split_drv_init(struct uvn_vq_drv *vq, void *ring);
+int uvn_split_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout, unsigned nin,
+		      void *token, bool indirect);
+bool uvn_split_drv_kick_prepare(struct uvn_vq_drv *vq);
+int uvn_split_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned max);
+bool uvn_split_drv_has_used(struct uvn_vq_drv *vq);
+void uvn_split_drv_disable_cb(struct uvn_vq_drv *vq);
+bool uvn_split_drv_enable_cb(struct uvn_vq_drv *vq, bool delayed);
+void *uvn_split_drv_detach_unused(struct uvn_vq_drv *vq);
+
+int uvn_packed_drv_init(struct uvn_vq_drv *vq, void *ring);
+int uvn_packed_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout, unsigned nin,
+		       void *token, bool indirect);
+bool uvn_packed_drv_kick_prepare(struct uvn_vq_drv *vq);
+int uvn_packed_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned max);
+bool uvn_packed_drv_has_used(struct uvn_vq_drv *vq);
+void uvn_packed_drv_disable_cb(struct uvn_vq_drv *vq);
+bool uvn_packed_drv_enable_cb(struct uvn_vq_drv *vq, bool delayed);
+void *uvn_packed_drv_detach_unused(struct uvn_vq_drv *vq);
+
+void uvn_split_dev_init(struct uvn_vq_dev *vq, const struct uvn_vq_dev_cfg *cfg);
+int uvn_split_dev_avail(struct uvn_vq_dev *vq);
+int uvn_split_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
+		      unsigned iov_max);
+void uvn_split_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len);
+bool uvn_split_dev_flush(struct uvn_vq_dev *vq);
+bool uvn_split_dev_enable_notify(struct uvn_vq_dev *vq);
+void uvn_split_dev_disable_notify(struct uvn_vq_dev *vq);
+
+void uvn_packed_dev_init(struct uvn_vq_dev *vq, const struct uvn_vq_dev_cfg *cfg);
+int uvn_packed_dev_avail(struct uvn_vq_dev *vq);
+int uvn_packed_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
+		       unsigned iov_max);
+void uvn_packed_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len);
+bool uvn_packed_dev_flush(struct uvn_vq_dev *vq);
+bool uvn_packed_dev_enable_notify(struct uvn_vq_dev *vq);
+void uvn_packed_dev_disable_notify(struct uvn_vq_dev *vq);
+
+/* Shared driver helper: return a reclaimed state slot's indirect table. */
+static inline void uvn_drv_release_indirect(struct uvn_vq_drv *vq, struct uvn_drv_state *s)
+{
+	if (s->indirect) {
+		vq->indirect_free(vq->indirect_ctx, s->indirect, s->nindir);
+		s->indirect = NULL;
+	}
+}
+
+#endif
