@@ -288,6 +288,13 @@ int uvn_vq_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec 
 		   unsigned iov_max);
 
 /**
+ * Undo the most recent uvn_vq_dev_pop() of @p ch (chains are undone in
+ * reverse pop order): the chain will be popped again. For a device that
+ * found the chains it took too small, e.g. for a mergeable rx packet.
+ */
+void uvn_vq_dev_unpop(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch);
+
+/**
  * Stage a used element for @p ch with @p len bytes written. Staged elements
  * become visible to the driver at uvn_vq_dev_flush().
  */

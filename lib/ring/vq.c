@@ -334,6 +334,23 @@ int uvn_vq_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec 
 			  : uvn_split_dev_pop(vq, ch, iov, iov_max);
 }
 
+void uvn_vq_dev_unpop(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch)
+{
+	vq->st.bufs--;
+	if (!vq->packed) {
+		vq->split.last_avail--;
+		return;
+	}
+	/* Back over the chain's descriptors, flipping the wrap counter when
+	 * crossing position 0. */
+	if (vq->pk.last_avail >= ch->ndesc) {
+		vq->pk.last_avail = (uint16_t)(vq->pk.last_avail - ch->ndesc);
+	} else {
+		vq->pk.last_avail = (uint16_t)(vq->pk.last_avail + vq->num - ch->ndesc);
+		vq->pk.avail_wrap = !vq->pk.avail_wrap;
+	}
+}
+
 void uvn_vq_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len)
 {
 	if (vq->packed)
