@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+#include <string.h>
+
+#include "net/device/netdev.h"
+#include "ring/ring.h"
+
+#define S(f) UVN_STAT(struct uvn_netdev_q_stats, f)
+const struct uvn_stat_desc uvn_netdev_q_stats_desc[] = {
+	S(packets), S(bytes), S(bursts), S(drop_nobuf), S(drop_toobig), S(drop_nopkt),
+	S(err_short), S(err_hdr), S(err_toolong), S(err_format), S(err_ring), S(drop_offload),
+	S(csum_sw), S(ctrl_cmds), S(ctrl_err), S(notify),
+	{ NULL, 0 },
+};
+
+void uvn_netdev_q_init(struct uvn_netdev_q *q, struct uvn_vq_dev *vq, uint64_t features, bool tx)
+{
+	memset(&q->st, 0, sizeof(q->st));
+	q->vq = vq;
+	q->features = features;
+	q->mrg_rxbuf = uvn_has_feature(features, VIRTIO_NET_F_MRG_RXBUF);
+	q->guest_csum = uvn_has_feature(features, VIRTIO_NET_F_GUEST_CSUM);
+	q->broken = false;
+	q->ring_err = 0;
+	uvn_vq_dev_set_batch_used(vq, tx);
+}
+
+void uvn_netdev_q_flush(struct uvn_netdev_q *q)
+{
+	bool notify = uvn_vq_dev_flush(q->vq);
+
+	if (UVN_UNLIKELY(q->log_used))
+		q->log_used(q->log_ctx);
+	if (notify && q->notify) {
+		q->notify(q->notify_ctx);
+		q->st.notify++;
+	}
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The virtio-net device's data path over device-half rings: guest TX chains
+ * become packets (tx.c), packets are written into guest RX buffers (rx.c),
+ * and the control queue is answered (ctrl.c). The transport (vhost-user)
+ * owns the rings and is reached through callbacks: notify the driver, and
+ * dirty-log guest writes while a migration runs.
+ */
+#ifndef UVN_NET_DEVICE_NETDEV_H
+#define UVN_NET_DEVICE_NETDEV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uvnet/pkt.h>
+#include <uvnet/virtqueue.h>
+
+#include "net/hdr.h"
+#include "util/stats.h"
+
+/* Largest frame a guest may send: a 64 KB GSO frame plus its Ethernet header. */
+#define UVN_NETDEV_MAX_FRAME (65535u + UVN_ETH_HLEN)
+/* iovecs per chain: one per descriptor of the largest chain we accept, with room for splits. */
+#define UVN_NETDEV_MAX_IOV 1024u
+/* Packets per burst. */
+#define UVN_NETDEV_BURST 32u
+
+struct uvn_netdev_q_stats {
+	uint64_t packets;      /* frames delivered (rx: into the guest; tx: out of the guest) */
+	uint64_t bytes;
+	uint64_t bursts;       /* calls that moved at least one frame */
+	uint64_t drop_nobuf;   /* rx: no guest buffers posted (or not enough for the frame) */
+	uint64_t drop_toobig;  /* rx: frame larger than the chain the guest posted (no MRG_RXBUF) */
+	uint64_t drop_nopkt;   /* tx: no packet descriptor free (the chain waits) */
+	uint64_t err_short;    /* tx: chain not longer than the header (CVE-2022-2132) */
+	uint64_t err_hdr;      /* tx: invalid virtio-net header (flags, csum range, gso) */
+	uint64_t err_toolong;  /* tx: frame longer than UVN_NETDEV_MAX_FRAME */
+	uint64_t err_format;   /* writable tx or readable rx descriptors: queue broken */
+	uint64_t err_ring;     /* the ring reported a driver violation: queue broken */
+	uint64_t drop_offload; /* rx: GSO frame the guest cannot take */
+	uint64_t csum_sw;      /* rx: checksums completed in software for the guest */
+	uint64_t ctrl_cmds;    /* control commands answered */
+	uint64_t ctrl_err;     /* control commands refused or malformed */
+	uint64_t notify;       /* driver notifications sent */
+};
+
+extern const struct uvn_stat_desc uvn_netdev_q_stats_desc[];
+
+struct uvn_netdev_q {
+	struct uvn_vq_dev *vq;
+	uint64_t features;         /* negotiated virtio features */
+	bool mrg_rxbuf;            /* rx: VIRTIO_NET_F_MRG_RXBUF */
+	bool guest_csum;           /* rx: the guest accepts NEEDS_CSUM frames */
+	bool broken;               /* a driver violation stopped the queue */
+	int ring_err;              /* the ring's error when err_ring was counted */
+	void (*notify)(void *ctx); /* interrupt the driver */
+	void *notify_ctx;
+	/* Dirty logging while a migration runs; NULL otherwise. */
+	void (*log_write)(void *ctx, const void *va, size_t len);
+	void (*log_used)(void *ctx);
+	void *log_ctx;
+	struct iovec iov[UVN_NETDEV_MAX_IOV];
+	struct uvn_netdev_q_stats st;
+};
+
+/*
+ * Prepare a queue over @vq with the negotiated @features; @tx for a queue
+ * the device reads (guest TX or control), whose used lengths do not matter,
+ * so IN_ORDER lets one used entry complete a burst.
+ */
+void uvn_netdev_q_init(struct uvn_netdev_q *q, struct uvn_vq_dev *vq, uint64_t features, bool tx);
+
+/*
+ * Guest TX: turn up to @n chains into packets copied into descriptors from
+ * @small (frames that fit its data room) or @big, validate their headers,
+ * and return the chains to the guest. Bad chains are dropped and counted.
+ * @return packets stored in @pkts (the caller owns them)
+ */
+unsigned uvn_netdev_tx(struct uvn_netdev_q *q, struct uvn_pkt_pool *small,
+		       struct uvn_pkt_pool *big, struct uvn_pkt **pkts, unsigned n);
+
+/*
+ * Guest RX: write up to @n packets into the guest's buffers (mergeable or
+ * one chain per packet), completing checksums the guest cannot. The
+ * packets stay the caller's. Packets that do not fit are counted as drops.
+ * @return packets delivered
+ */
+unsigned uvn_netdev_rx(struct uvn_netdev_q *q, struct uvn_pkt *const *pkts, unsigned n);
+
+/*
+ * Publish what tx/rx pushed and notify the driver if it asked. tx and rx
+ * call it at the end of each burst.
+ */
+void uvn_netdev_q_flush(struct uvn_netdev_q *q);
+
+/*
+ * Answer every pending control-queue command (VIRTIO_NET_CTRL_*): MQ pairs
+ * through @set_pairs, rx mode and MAC tables acknowledged.
+ * @return commands answered
+ */
+unsigned uvn_netdev_ctrl(struct uvn_netdev_q *q, int (*set_pairs)(void *ctx, unsigned pairs),
+			 void *ctx);
+
+#endif

@@ -1,0 +1,521 @@
+/* SPDX-License-Identifier: MIT */
+/* The virtio-net device data path against our own driver half, in one process. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <endian.h>
+
+#include <cmocka.h>
+
+#include "net/csum.h"
+#include "net/device/netdev.h"
+#include "ringpair.h"
+
+#define F(b) (1ull << (b))
+#define BASE (F(VIRTIO_F_VERSION_1))
+
+struct fixture {
+	struct ringpair rp;
+	struct uvn_netdev_q q;
+	struct uvn_pkt_pool *small, *big;
+	int notified;
+};
+
+static void on_notify(void *ctx)
+{
+	((struct fixture *)ctx)->notified++;
+}
+
+static struct fixture *setup(uint64_t features, bool tx)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	struct uvn_pkt_pool_cfg sc = { .count = 8, .buf_size = 2048 };
+	struct uvn_pkt_pool_cfg bc = { .count = 2, .buf_size = 65536 + 64 };
+
+	assert_int_equal(ringpair_init(&fx->rp, 16, features), 0);
+	uvn_netdev_q_init(&fx->q, fx->rp.dev, features, tx);
+	fx->q.notify = on_notify;
+	fx->q.notify_ctx = fx;
+	assert_int_equal(uvn_pkt_pool_create(&sc, &fx->small), 0);
+	assert_int_equal(uvn_pkt_pool_create(&bc, &fx->big), 0);
+	return fx;
+}
+
+static void teardown_fx(struct fixture *fx)
+{
+	assert_int_equal(uvn_pkt_pool_avail(fx->small), 8);
+	assert_int_equal(uvn_pkt_pool_avail(fx->big), 2);
+	uvn_pkt_pool_destroy(fx->small);
+	uvn_pkt_pool_destroy(fx->big);
+	ringpair_fini(&fx->rp);
+	free(fx);
+}
+
+/* Guest side: send hdr + frame as one or two segments. */
+static void guest_send(struct fixture *fx, const struct virtio_net_hdr_v1 *h, const void *frame,
+		       uint32_t len, bool split, void *token)
+{
+	static uint8_t bufs[16][4096];
+	static unsigned next;
+	uint8_t *b = bufs[next++ % 16];
+	struct uvn_sg sg[2];
+
+	memcpy(b, h, sizeof(*h));
+	memcpy(b + sizeof(*h), frame, len);
+	if (split) {
+		sg[0] = rp_sg(b, sizeof(*h));
+		sg[1] = rp_sg(b + sizeof(*h), len);
+	} else {
+		sg[0] = rp_sg(b, (uint32_t)sizeof(*h) + len);
+	}
+	assert_int_equal(uvn_vq_drv_add(fx->rp.drv, sg, split ? 2 : 1, 0, token, 0), 0);
+	uvn_vq_drv_kick_prepare(fx->rp.drv);
+}
+
+static unsigned guest_reclaim(struct fixture *fx, struct uvn_vq_done *done, unsigned max)
+{
+	int n = uvn_vq_drv_get_used(fx->rp.drv, done, max);
+
+	assert_true(n >= 0);
+	return (unsigned)n;
+}
+
+static void fill_frame(uint8_t *f, uint32_t len, uint8_t seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		f[i] = (uint8_t)(seed + i * 7);
+}
+
+static void test_tx_frames_become_packets(void **state)
+{
+	struct fixture *fx = setup(BASE, true);
+	struct virtio_net_hdr_v1 h = { 0 };
+	uint8_t frame[60], frame2[1514];
+	struct uvn_pkt *pkts[4];
+	struct uvn_vq_done done[4];
+
+	(void)state;
+	fill_frame(frame, sizeof(frame), 1);
+	fill_frame(frame2, sizeof(frame2), 2);
+	guest_send(fx, &h, frame, sizeof(frame), false, (void *)1);
+	guest_send(fx, &h, frame2, sizeof(frame2), true, (void *)2);
+	assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, pkts, 4), 2);
+	assert_int_equal(pkts[0]->len, 60);
+	assert_memory_equal(pkts[0]->seg[0].iov_base, frame, 60);
+	assert_int_equal(pkts[1]->len, 1514);
+	assert_memory_equal(pkts[1]->seg[0].iov_base, frame2, 1514);
+	assert_int_equal(guest_reclaim(fx, done, 4), 2);
+	assert_ptr_equal(done[0].token, (void *)1);
+	assert_int_equal(done[0].len, 0);
+	assert_int_equal(fx->q.st.packets, 2);
+	assert_int_equal(fx->q.st.bytes, 60 + 1514);
+	uvn_pkt_free_bulk(pkts, 2);
+	teardown_fx(fx);
+}
+
+static void test_tx_big_frame_uses_big_pool(void **state)
+{
+	struct fixture *fx = setup(BASE, true);
+	struct virtio_net_hdr_v1 h = { 0 };
+	static uint8_t frame[3000];
+	struct uvn_pkt *p;
+
+	(void)state;
+	fill_frame(frame, sizeof(frame), 3);
+	guest_send(fx, &h, frame, sizeof(frame), true, (void *)1);
+	assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, &p, 1), 1);
+	assert_ptr_equal(p->pool, fx->big);
+	assert_memory_equal(p->seg[0].iov_base, frame, sizeof(frame));
+	uvn_pkt_free(p);
+	teardown_fx(fx);
+}
+
+static void test_tx_short_chain_dropped(void **state)
+{
+	struct fixture *fx = setup(BASE, true);
+	struct virtio_net_hdr_v1 h = { 0 };
+	uint8_t frame[8] = { 0 };
+	struct uvn_vq_done done[2];
+	struct uvn_pkt *p;
+
+	(void)state;
+	guest_send(fx, &h, frame, 0, false, (void *)1);  /* header only */
+	guest_send(fx, &h, frame, 8, false, (void *)2);  /* shorter than Ethernet */
+	assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, &p, 1), 0);
+	assert_int_equal(fx->q.st.err_short, 2);
+	assert_false(fx->q.broken);
+	assert_int_equal(guest_reclaim(fx, done, 2), 2); /* both returned, nothing leaked */
+	teardown_fx(fx);
+}
+
+static void test_tx_bad_headers_dropped(void **state)
+{
+	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_CSUM), true);
+	struct virtio_net_hdr_v1 h;
+	uint8_t frame[60] = { 0 };
+	struct uvn_vq_done done[4];
+	struct uvn_pkt *p[4];
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	h.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	h.csum_start = htole16(50);
+	h.csum_offset = htole16(9); /* 50 + 9 + 2 > 60 */
+	guest_send(fx, &h, frame, 60, false, (void *)1);
+	memset(&h, 0, sizeof(h));
+	h.gso_type = VIRTIO_NET_HDR_GSO_TCPV4; /* HOST_TSO4 not negotiated */
+	guest_send(fx, &h, frame, 60, false, (void *)2);
+	memset(&h, 0, sizeof(h));
+	h.flags = 0x80; /* unknown flag */
+	guest_send(fx, &h, frame, 60, false, (void *)3);
+	memset(&h, 0, sizeof(h));
+	h.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	h.csum_start = htole16(34);
+	h.csum_offset = htole16(6);
+	h.hdr_len = htole16(9999); /* never trusted */
+	guest_send(fx, &h, frame, 60, false, (void *)4);
+	assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, p, 4), 1);
+	assert_int_equal(fx->q.st.err_hdr, 3);
+	assert_int_equal(p[0]->vnet.hdr_len, 0);
+	assert_int_equal(le16toh(p[0]->vnet.csum_start), 34);
+	assert_int_equal(guest_reclaim(fx, done, 4), 4);
+	uvn_pkt_free(p[0]);
+	teardown_fx(fx);
+}
+
+static void test_tx_csum_needs_feature(void **state)
+{
+	struct fixture *fx = setup(BASE, true);
+	struct virtio_net_hdr_v1 h = { .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM };
+	uint8_t frame[60] = { 0 };
+	struct uvn_pkt *p;
+
+	(void)state;
+	guest_send(fx, &h, frame, 60, false, (void *)1);
+	assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, &p, 1), 0);
+	assert_int_equal(fx->q.st.err_hdr, 1);
+	teardown_fx(fx);
+}
+
+static void test_tx_writable_buffer_breaks_queue(void **state)
+{
+	struct fixture *fx = setup(BASE, true);
+	static uint8_t buf[128];
+	struct uvn_sg sg[2] = { rp_sg(buf, 80), rp_sg(buf + 80, 10) };
+	struct uvn_pkt *p;
+
+	(void)state;
+	assert_int_equal(uvn_vq_drv_add(fx->rp.drv, sg, 1, 1, (void *)1, 0), 0);
+	uvn_vq_drv_kick_prepare(fx->rp.drv);
+	assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, &p, 1), 0);
+	assert_true(fx->q.broken);
+	assert_int_equal(fx->q.st.err_format, 1);
+	assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, &p, 1), 0);
+	teardown_fx(fx);
+}
+
+static void test_tx_waits_when_no_packet_descriptor(void **state)
+{
+	struct fixture *fx = setup(BASE, true);
+	struct virtio_net_hdr_v1 h = { 0 };
+	uint8_t frame[60] = { 0 };
+	struct uvn_pkt *held[8], *p[2];
+
+	(void)state;
+	assert_int_equal(uvn_pkt_alloc_bulk(fx->small, held, 8), 8);
+	guest_send(fx, &h, frame, 60, false, (void *)1);
+	assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, NULL, p, 2), 0);
+	assert_int_equal(fx->q.st.drop_nopkt, 1);
+	uvn_pkt_free(held[7]);
+	assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, NULL, p, 2), 1); /* the chain waited */
+	uvn_pkt_free(p[0]);
+	uvn_pkt_free_bulk(held, 7);
+	teardown_fx(fx);
+}
+
+/* Guest posts rx buffers of @size bytes. */
+static uint8_t rxmem[16][4096];
+static void guest_post(struct fixture *fx, unsigned n, uint32_t size)
+{
+	static unsigned next;
+
+	for (unsigned i = 0; i < n; i++) {
+		unsigned slot = next++ % 16;
+		struct uvn_sg sg = rp_sg(rxmem[slot], size);
+
+		memset(rxmem[slot], 0xee, sizeof(rxmem[slot]));
+		assert_int_equal(uvn_vq_drv_add(fx->rp.drv, &sg, 0, 1, rxmem[slot], 0), 0);
+	}
+	uvn_vq_drv_kick_prepare(fx->rp.drv);
+}
+
+static struct uvn_pkt *make_pkt(struct fixture *fx, uint32_t len, uint8_t seed)
+{
+	struct uvn_pkt *p = uvn_pkt_alloc(fx->small);
+
+	if (len > 2048)
+		p = (uvn_pkt_free(p), uvn_pkt_alloc(fx->big));
+	fill_frame(p->buf, len, seed);
+	uvn_pkt_set_buf(p, len);
+	return p;
+}
+
+static void test_rx_mergeable_spreads_frame(void **state)
+{
+	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
+	struct uvn_pkt *p = make_pkt(fx, 2500, 5);
+	struct uvn_vq_done done[4];
+	struct virtio_net_hdr_v1 h;
+	uint8_t got[2500];
+
+	(void)state;
+	guest_post(fx, 4, 1000);
+	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
+	assert_int_equal(fx->notified, 1);
+	assert_int_equal(guest_reclaim(fx, done, 4), 3);
+	assert_int_equal(done[0].len, 1000); /* every buffer but the last full */
+	assert_int_equal(done[1].len, 1000);
+	assert_int_equal(done[2].len, 12 + 2500 - 2000);
+	memcpy(&h, done[0].token, sizeof(h));
+	assert_int_equal(le16toh(h.num_buffers), 3);
+	assert_int_equal(h.flags, 0);
+	memcpy(got, (uint8_t *)done[0].token + 12, 988);
+	memcpy(got + 988, done[1].token, 1000);
+	memcpy(got + 1988, done[2].token, 512);
+	assert_memory_equal(got, p->buf, 2500);
+	uvn_pkt_free(p);
+	teardown_fx(fx);
+}
+
+static void test_rx_mergeable_no_buffer_lost_when_short(void **state)
+{
+	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
+	struct uvn_pkt *p = make_pkt(fx, 2500, 6);
+	struct uvn_vq_done done[4];
+
+	(void)state;
+	guest_post(fx, 2, 1000);
+	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 0);
+	assert_int_equal(fx->q.st.drop_nobuf, 1);
+	assert_int_equal(guest_reclaim(fx, done, 4), 0);
+	guest_post(fx, 1, 1000); /* now three: the same two come first */
+	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
+	assert_int_equal(guest_reclaim(fx, done, 4), 3);
+	assert_int_equal(done[2].len, 512);
+	uvn_pkt_free(p);
+	teardown_fx(fx);
+}
+
+static void test_rx_single_drops_too_big_keeps_chain(void **state)
+{
+	struct fixture *fx = setup(BASE, false);
+	struct uvn_pkt *p[2] = { make_pkt(fx, 1600, 7), make_pkt(fx, 1514, 8) };
+	struct uvn_vq_done done[2];
+	struct virtio_net_hdr_v1 h;
+
+	(void)state;
+	guest_post(fx, 1, 1526);
+	assert_int_equal(uvn_netdev_rx(&fx->q, p, 2), 1);
+	assert_int_equal(fx->q.st.drop_toobig, 1);
+	assert_int_equal(guest_reclaim(fx, done, 2), 1);
+	assert_int_equal(done[0].len, 1526);
+	memcpy(&h, done[0].token, sizeof(h));
+	assert_int_equal(le16toh(h.num_buffers), 1);
+	assert_memory_equal((uint8_t *)done[0].token + 12, p[1]->buf, 1514);
+	uvn_pkt_free_bulk(p, 2);
+	teardown_fx(fx);
+}
+
+/* An Ethernet/IPv4/UDP frame with a partial checksum, as a guest stack makes it. */
+static struct uvn_pkt *udp_partial(struct fixture *fx, uint32_t payload)
+{
+	struct uvn_pkt *p = make_pkt(fx, 14 + 20 + 8 + payload, 9);
+	uint8_t *f = p->buf, *ip = f + 14, *udp = ip + 20;
+	uint16_t ulen = (uint16_t)(8 + payload);
+	uint8_t pseudo[12];
+
+	f[12] = 0x08;
+	f[13] = 0x00;
+	memset(ip, 0, 20);
+	ip[0] = 0x45;
+	ip[9] = 17;
+	memcpy(ip + 12, "\x0a\x00\x00\x01\x0a\x00\x00\x02", 8);
+	udp[4] = (uint8_t)(ulen >> 8);
+	udp[5] = (uint8_t)ulen;
+	memcpy(pseudo, ip + 12, 8);
+	pseudo[8] = 0;
+	pseudo[9] = 17;
+	pseudo[10] = udp[4];
+	pseudo[11] = udp[5];
+	uint16_t ps = uvn_csum_buf(pseudo, sizeof(pseudo));
+	udp[6] = (uint8_t)(ps >> 8);
+	udp[7] = (uint8_t)ps;
+	p->vnet.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	p->vnet.csum_start = htole16(34);
+	p->vnet.csum_offset = htole16(6);
+	return p;
+}
+
+static void test_rx_completes_checksum_for_guest_without_csum(void **state)
+{
+	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
+	struct uvn_pkt *p = udp_partial(fx, 1500);
+	struct uvn_vq_done done[4];
+	struct virtio_net_hdr_v1 h;
+	uint8_t frame[1542], pseudo[12], orig[2];
+
+	(void)state;
+	memcpy(orig, (uint8_t *)p->buf + 40, 2);
+	guest_post(fx, 4, 1024);
+	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
+	assert_int_equal(fx->q.st.csum_sw, 1);
+	assert_int_equal(guest_reclaim(fx, done, 4), 2);
+	memcpy(&h, done[0].token, sizeof(h));
+	assert_int_equal(h.flags, 0);
+	memcpy(frame, (uint8_t *)done[0].token + 12, 1012);
+	memcpy(frame + 1012, done[1].token, sizeof(frame) - 1012);
+	memcpy(pseudo, frame + 26, 8);
+	pseudo[8] = 0;
+	pseudo[9] = 17;
+	pseudo[10] = frame[38];
+	pseudo[11] = frame[39];
+	/* pseudo header + UDP header + payload sums to all ones */
+	uint32_t s = uvn_csum_buf(pseudo, 12) + (uint32_t)uvn_csum_buf(frame + 34, 1508);
+	s = (s & 0xffff) + (s >> 16);
+	assert_int_equal(s, 0xffff);
+	/* the packet itself (maybe another guest's memory) is untouched */
+	assert_memory_equal((uint8_t *)p->buf + 40, orig, 2);
+	assert_memory_not_equal(frame + 40, orig, 2);
+	uvn_pkt_free(p);
+	teardown_fx(fx);
+}
+
+static void test_rx_passes_partial_checksum_to_guest_with_csum(void **state)
+{
+	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF) | F(VIRTIO_NET_F_GUEST_CSUM), false);
+	struct uvn_pkt *p = udp_partial(fx, 100);
+	struct uvn_vq_done done[2];
+	struct virtio_net_hdr_v1 h;
+
+	(void)state;
+	guest_post(fx, 1, 1024);
+	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
+	assert_int_equal(fx->q.st.csum_sw, 0);
+	assert_int_equal(guest_reclaim(fx, done, 2), 1);
+	memcpy(&h, done[0].token, sizeof(h));
+	assert_int_equal(h.flags, VIRTIO_NET_HDR_F_NEEDS_CSUM);
+	assert_int_equal(le16toh(h.csum_start), 34);
+	assert_int_equal(le16toh(h.csum_offset), 6);
+	assert_memory_equal((uint8_t *)done[0].token + 12, p->buf, p->len);
+	uvn_pkt_free(p);
+	teardown_fx(fx);
+}
+
+static void test_rx_readable_buffer_breaks_queue(void **state)
+{
+	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
+	struct uvn_pkt *p = make_pkt(fx, 60, 1);
+	struct uvn_sg sg = rp_sg(rxmem[0], 1000);
+
+	(void)state;
+	assert_int_equal(uvn_vq_drv_add(fx->rp.drv, &sg, 1, 0, (void *)1, 0), 0);
+	uvn_vq_drv_kick_prepare(fx->rp.drv);
+	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 0);
+	assert_true(fx->q.broken);
+	assert_int_equal(fx->q.st.err_format, 1);
+	uvn_pkt_free(p);
+	teardown_fx(fx);
+}
+
+static int pairs_set;
+static int set_pairs(void *ctx, unsigned pairs)
+{
+	(void)ctx;
+	pairs_set = (int)pairs;
+	return pairs <= 4 ? 0 : -1;
+}
+
+static uint8_t ctrl_cmd(struct fixture *fx, uint8_t class, uint8_t cmd, const void *data,
+			uint32_t dlen)
+{
+	static uint8_t buf[64], ack;
+	struct uvn_sg sg[2] = { rp_sg(buf, 2 + dlen), rp_sg(&ack, 1) };
+	struct uvn_vq_done done;
+
+	buf[0] = class;
+	buf[1] = cmd;
+	memcpy(buf + 2, data, dlen);
+	ack = 0xaa;
+	assert_int_equal(uvn_vq_drv_add(fx->rp.drv, sg, 1, 1, buf, 0), 0);
+	uvn_vq_drv_kick_prepare(fx->rp.drv);
+	assert_int_equal(uvn_netdev_ctrl(&fx->q, set_pairs, NULL), 1);
+	assert_int_equal(guest_reclaim(fx, &done, 1), 1);
+	assert_int_equal(done.len, 1);
+	return ack;
+}
+
+static void test_ctrl_commands(void **state)
+{
+	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_CTRL_VQ) | F(VIRTIO_NET_F_MQ) |
+				   F(VIRTIO_NET_F_CTRL_RX), true);
+	uint16_t pairs = htole16(2), toomany = htole16(8);
+	uint8_t on = 1, mac[6] = { 2, 0, 0, 0, 0, 1 };
+
+	(void)state;
+	assert_int_equal(ctrl_cmd(fx, VIRTIO_NET_CTRL_MQ, VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET, &pairs, 2),
+			 VIRTIO_NET_OK);
+	assert_int_equal(pairs_set, 2);
+	assert_int_equal(ctrl_cmd(fx, VIRTIO_NET_CTRL_MQ, VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET, &toomany, 2),
+			 VIRTIO_NET_ERR);
+	assert_int_equal(ctrl_cmd(fx, VIRTIO_NET_CTRL_RX, VIRTIO_NET_CTRL_RX_PROMISC, &on, 1),
+			 VIRTIO_NET_OK);
+	assert_int_equal(ctrl_cmd(fx, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET, mac, 6),
+			 VIRTIO_NET_OK);
+	assert_int_equal(ctrl_cmd(fx, VIRTIO_NET_CTRL_VLAN, 0, &on, 1), VIRTIO_NET_ERR);
+	assert_int_equal(ctrl_cmd(fx, 99, 0, NULL, 0), VIRTIO_NET_ERR);
+	assert_int_equal(fx->q.st.ctrl_cmds, 6);
+	assert_int_equal(fx->q.st.ctrl_err, 3);
+	teardown_fx(fx);
+}
+
+static void test_ctrl_without_ack_buffer_is_counted(void **state)
+{
+	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_CTRL_VQ), true);
+	static uint8_t buf[4] = { VIRTIO_NET_CTRL_ANNOUNCE, VIRTIO_NET_CTRL_ANNOUNCE_ACK };
+	struct uvn_sg sg = rp_sg(buf, 2);
+	struct uvn_vq_done done;
+
+	(void)state;
+	assert_int_equal(uvn_vq_drv_add(fx->rp.drv, &sg, 1, 0, buf, 0), 0);
+	uvn_vq_drv_kick_prepare(fx->rp.drv);
+	assert_int_equal(uvn_netdev_ctrl(&fx->q, set_pairs, NULL), 1);
+	assert_int_equal(fx->q.st.ctrl_err, 1);
+	assert_int_equal(guest_reclaim(fx, &done, 1), 1);
+	assert_int_equal(done.len, 0);
+	teardown_fx(fx);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tx_frames_become_packets),
+		cmocka_unit_test(test_tx_big_frame_uses_big_pool),
+		cmocka_unit_test(test_tx_short_chain_dropped),
+		cmocka_unit_test(test_tx_bad_headers_dropped),
+		cmocka_unit_test(test_tx_csum_needs_feature),
+		cmocka_unit_test(test_tx_writable_buffer_breaks_queue),
+		cmocka_unit_test(test_tx_waits_when_no_packet_descriptor),
+		cmocka_unit_test(test_rx_mergeable_spreads_frame),
+		cmocka_unit_test(test_rx_mergeable_no_buffer_lost_when_short),
+		cmocka_unit_test(test_rx_single_drops_too_big_keeps_chain),
+		cmocka_unit_test(test_rx_completes_checksum_for_guest_without_csum),
+		cmocka_unit_test(test_rx_passes_partial_checksum_to_guest_with_csum),
+		cmocka_unit_test(test_rx_readable_buffer_breaks_queue),
+		cmocka_unit_test(test_ctrl_commands),
+		cmocka_unit_test(test_ctrl_without_ack_buffer_is_counted),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
