@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uvnetd's ports behind one ops struct. A port has queues; rx brings frames
+ * in from the port (a guest's TX ring, a TAP device), tx sends frames out to
+ * it (a guest's RX ring). The forwarding engine only ever sees this.
+ */
+#ifndef UVN_PORT_PORT_H
+#define UVN_PORT_PORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uvnet/pkt.h>
+
+#include "util/stats.h"
+
+#define UVN_PORT_MAX_QUEUES 16
+
+struct uvn_port;
+struct uvn_loop;
+
+/* Per-port counters, summed over queues. */
+struct uvn_port_stats {
+	uint64_t rx_packets, rx_bytes;   /* frames in from the port */
+	uint64_t tx_packets, tx_bytes;   /* frames out to the port */
+	uint64_t drops;                  /* frames lost at this port (no room, too big, no descriptor) */
+	uint64_t errors;                 /* peer violations (bad headers, broken rings, bad messages) */
+	uint64_t kicks;                  /* notifications received from the peer */
+	uint64_t calls;                  /* notifications sent to the peer */
+	uint64_t calls_suppressed;       /* notifications the peer's event suppression spared */
+};
+
+extern const struct uvn_stat_desc uvn_port_stats_desc[];
+
+struct uvn_port_ops {
+	const char *kind;
+	/* Frames in from queue @q. @return packets stored in @pkts (caller owns them). */
+	unsigned (*rx)(struct uvn_port *p, unsigned q, struct uvn_pkt **pkts, unsigned n);
+	/* Frames out on queue @q. The packets stay the caller's. @return frames sent. */
+	unsigned (*tx)(struct uvn_port *p, unsigned q, struct uvn_pkt *const *pkts, unsigned n);
+	/* Queues ready for traffic right now (0 while a guest is not connected). */
+	unsigned (*nqueues)(struct uvn_port *p);
+	/* Fill @st with the port's counters. */
+	void (*stats)(struct uvn_port *p, struct uvn_port_stats *st);
+	/* Event mode: re-arm notifications for queue @q; false if frames are
+	 * already waiting (poll again before sleeping). */
+	bool (*arm)(struct uvn_port *p, unsigned q);
+	void (*destroy)(struct uvn_port *p);
+};
+
+struct uvn_port {
+	const struct uvn_port_ops *ops;
+	char name[64];
+	uint16_t id;          /* index in the daemon's port table */
+	uint8_t mac[6];       /* our own MAC for frames we generate (txonly) */
+};
+
+/*
+ * Create ports from their command-line specification:
+ *   vhost-user:PATH[,client][,queues=N]   tap:IFNAME
+ * @loop receives the port's control fds (sockets, timers).
+ * @return 0 or -errno, with a message logged.
+ */
+int uvn_port_create(const char *spec, struct uvn_loop *loop, struct uvn_pkt_pool *small,
+		    struct uvn_pkt_pool *big, bool poll_mode, struct uvn_port **out);
+
+int uvn_port_tap_create(const char *ifname, struct uvn_loop *loop, struct uvn_pkt_pool *small,
+			struct uvn_pkt_pool *big, struct uvn_port **out);
+/* The TAP's fd, for the daemon's event loop. */
+int uvn_port_tap_fd(const struct uvn_port *p);
+
+#endif

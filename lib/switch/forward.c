@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <string.h>
+
+#include "net/hdr.h"
+#include "switch/forward.h"
+#include "util/sys.h"
+
+#define BURST 32
+#define FDB_SIZE 4096
+#define FDB_AGE_NS (300ull * 1000000000ull)
+
+int uvn_fwd_init(struct uvn_fwd *f, enum uvn_fwd_mode mode, struct uvn_pkt_pool *pool,
+		 uint32_t txonly_size)
+{
+	memset(f, 0, sizeof(*f));
+	f->mode = mode;
+	f->pool = pool;
+	f->txonly_size = txonly_size;
+	return uvn_fdb_init(&f->fdb, FDB_SIZE, FDB_AGE_NS);
+}
+
+void uvn_fwd_fini(struct uvn_fwd *f)
+{
+	uvn_fdb_fini(&f->fdb);
+}
+
+int uvn_fwd_add_port(struct uvn_fwd *f, struct uvn_port *p)
+{
+	if (f->nports == UVN_FWD_MAX_PORTS)
+		return -ENOSPC;
+	p->id = (uint16_t)f->nports;
+	f->ports[f->nports++] = p;
+	return 0;
+}
+
+void uvn_fwd_port_down(struct uvn_fwd *f, struct uvn_port *p)
+{
+	uvn_fdb_flush_port(&f->fdb, p->id);
+}
+
+/* Frames for one output port, collected over a burst. */
+struct out_list {
+	struct uvn_pkt *pkts[BURST];
+	unsigned n;
+};
+
+static void send_list(struct uvn_port *p, unsigned q, struct out_list *o)
+{
+	unsigned nq = p->ops->nqueues(p);
+
+	if (nq)
+		p->ops->tx(p, q % nq, o->pkts, o->n);
+	/* tx copies or queues what it sends: our references go either way. */
+	uvn_pkt_free_bulk(o->pkts, o->n);
+	o->n = 0;
+}
+
+static const uint8_t *frame_macs(const struct uvn_pkt *p)
+{
+	/* Ingress guarantees at least an Ethernet header in the first segment
+	 * for frames we copied; check anyway for borrowed ones. */
+	return p->seg[0].iov_len >= UVN_ETH_HLEN ? p->seg[0].iov_base : NULL;
+}
+
+static void do_switch(struct uvn_fwd *f, struct uvn_port *in, unsigned q, struct uvn_pkt **pkts,
+		      unsigned n)
+{
+	static struct out_list out[UVN_FWD_MAX_PORTS];
+	uint64_t now = uvn_now_ns();
+
+	for (unsigned i = 0; i < n; i++) {
+		const uint8_t *mac = frame_macs(pkts[i]);
+		uint16_t dst = UVN_FDB_NO_PORT;
+
+		if (!mac) {
+			uvn_pkt_free(pkts[i]);
+			continue;
+		}
+		if (!uvn_mac_is_multicast(mac + 6))
+			uvn_fdb_learn(&f->fdb, uvn_mac_key(mac + 6), in->id, now);
+		if (!uvn_mac_is_multicast(mac))
+			dst = uvn_fdb_lookup(&f->fdb, uvn_mac_key(mac), now);
+		if (dst == in->id) {
+			f->st.filtered++;
+			uvn_pkt_free(pkts[i]);
+		} else if (dst != UVN_FDB_NO_PORT && dst < f->nports) {
+			out[dst].pkts[out[dst].n++] = pkts[i];
+			f->st.forwarded++;
+		} else {
+			/* Flood: one reference per other port; ours goes to the last. */
+			unsigned targets = 0;
+
+			for (unsigned o = 0; o < f->nports; o++) {
+				if (o == in->id)
+					continue;
+				if (targets++)
+					uvn_pkt_ref(pkts[i]);
+				out[o].pkts[out[o].n++] = pkts[i];
+			}
+			if (!targets)
+				uvn_pkt_free(pkts[i]);
+			f->st.flooded++;
+		}
+	}
+	for (unsigned o = 0; o < f->nports; o++)
+		if (out[o].n)
+			send_list(f->ports[o], q, &out[o]);
+}
+
+static void do_loopback(struct uvn_port *in, unsigned q, struct uvn_pkt **pkts, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t *m = pkts[i]->seg[0].iov_base, t[6];
+
+		/* Frames were copied into our own buffers at ingress. */
+		if (pkts[i]->seg[0].iov_len >= 12 && pkts[i]->buf) {
+			memcpy(t, m, 6);
+			memcpy(m, m + 6, 6);
+			memcpy(m + 6, t, 6);
+		}
+	}
+	in->ops->tx(in, q, pkts, n);
+	uvn_pkt_free_bulk(pkts, n);
+}
+
+void uvn_fwd_burst(struct uvn_fwd *f, struct uvn_port *in, unsigned q, struct uvn_pkt **pkts,
+		   unsigned n)
+{
+	switch (f->mode) {
+	case UVN_FWD_SWITCH:
+		do_switch(f, in, q, pkts, n);
+		break;
+	case UVN_FWD_LOOPBACK:
+		do_loopback(in, q, pkts, n);
+		break;
+	default:
+		f->st.sunk += n;
+		uvn_pkt_free_bulk(pkts, n);
+		break;
+	}
+}
+
+/* An Ethernet + IPv4 + UDP header like testpmd's txonly frames. */
+static void write_template(uint8_t *b, const uint8_t *src_mac, uint32_t size)
+{
+	static const uint8_t dst[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 };
+	uint16_t ip_len = (uint16_t)(size - 14), udp_len = (uint16_t)(size - 34);
+
+	memcpy(b, dst, 6);
+	memcpy(b + 6, src_mac, 6);
+	b[12] = 0x08;
+	b[13] = 0x00;
+	memset(b + 14, 0, 28);
+	b[14] = 0x45;
+	b[16] = (uint8_t)(ip_len >> 8);
+	b[17] = (uint8_t)ip_len;
+	b[22] = 64;
+	b[23] = 17;
+	memcpy(b + 26, "\xc6\x12\x00\x01\xc6\x12\x00\x02", 8); /* 198.18.0.1 -> .2 */
+	b[34] = 0x04;
+	b[35] = 0x00;
+	b[36] = 0x04;
+	b[37] = 0x01;
+	b[38] = (uint8_t)(udp_len >> 8);
+	b[39] = (uint8_t)udp_len;
+}
+
+unsigned uvn_fwd_generate(struct uvn_fwd *f, struct uvn_port *p, unsigned q)
+{
+	struct uvn_pkt *pkts[BURST];
+	unsigned sent;
+
+	if (!uvn_pkt_alloc_bulk(f->pool, pkts, BURST))
+		return 0;
+	for (unsigned i = 0; i < BURST; i++) {
+		write_template(pkts[i]->buf, p->mac, f->txonly_size);
+		uvn_pkt_set_buf(pkts[i], f->txonly_size);
+	}
+	sent = p->ops->tx(p, q, pkts, BURST);
+	uvn_pkt_free_bulk(pkts, BURST);
+	f->st.generated += sent;
+	return sent;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What uvnetd does with a burst of frames that came in on a port:
+ *  switch   - L2 learning switch: learn sources, forward known unicast,
+ *             flood unknown, broadcast and multicast to every other port;
+ *  loopback - each frame back out of the port it came from, MACs swapped
+ *             (testpmd's macswap);
+ *  sink     - count and drop;
+ *  txonly   - frames generated into every port (uvn_fwd_generate).
+ */
+#ifndef UVN_SWITCH_FORWARD_H
+#define UVN_SWITCH_FORWARD_H
+
+#include "port/port.h"
+#include "switch/fdb.h"
+
+#define UVN_FWD_MAX_PORTS 64
+
+enum uvn_fwd_mode { UVN_FWD_SWITCH, UVN_FWD_LOOPBACK, UVN_FWD_SINK, UVN_FWD_TXONLY };
+
+struct uvn_fwd_stats {
+	uint64_t forwarded;  /* frames handed to an output port */
+	uint64_t flooded;    /* frames sent to every other port */
+	uint64_t filtered;   /* destination behind the input port */
+	uint64_t sunk;       /* sink mode drops */
+	uint64_t generated;  /* txonly frames sent */
+};
+
+struct uvn_fwd {
+	enum uvn_fwd_mode mode;
+	struct uvn_port *ports[UVN_FWD_MAX_PORTS];
+	unsigned nports;
+	struct uvn_fdb fdb;
+	struct uvn_pkt_pool *pool;   /* txonly frames */
+	uint32_t txonly_size;
+	struct uvn_fwd_stats st;
+};
+
+int uvn_fwd_init(struct uvn_fwd *f, enum uvn_fwd_mode mode, struct uvn_pkt_pool *pool,
+		 uint32_t txonly_size);
+void uvn_fwd_fini(struct uvn_fwd *f);
+int uvn_fwd_add_port(struct uvn_fwd *f, struct uvn_port *p);
+
+/* Forward @n frames that came in on @in queue @q; frees them all. */
+void uvn_fwd_burst(struct uvn_fwd *f, struct uvn_port *in, unsigned q, struct uvn_pkt **pkts,
+		   unsigned n);
+
+/* txonly: send one burst of generated frames to @p queue @q. @return frames sent. */
+unsigned uvn_fwd_generate(struct uvn_fwd *f, struct uvn_port *p, unsigned q);
+
+/* A port went away: forget what was learned on it. */
+void uvn_fwd_port_down(struct uvn_fwd *f, struct uvn_port *p);
+
+#endif

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "util/loop.h"
+
+#define MAX_EVENTS 64
+
+struct uvn_loop {
+	int epfd;
+	struct epoll_event ev[MAX_EVENTS];
+	int nev, cur; /* the round being dispatched */
+};
+
+int uvn_loop_create(struct uvn_loop **out)
+{
+	struct uvn_loop *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->epfd < 0) {
+		int e = -errno;
+
+		free(l);
+		return e;
+	}
+	*out = l;
+	return 0;
+}
+
+void uvn_loop_destroy(struct uvn_loop *l)
+{
+	if (!l)
+		return;
+	close(l->epfd);
+	free(l);
+}
+
+int uvn_loop_add(struct uvn_loop *l, struct uvn_handler *h, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = h };
+
+	return epoll_ctl(l->epfd, EPOLL_CTL_ADD, h->fd, &ev) ? -errno : 0;
+}
+
+void uvn_loop_del(struct uvn_loop *l, struct uvn_handler *h)
+{
+	if (h->fd >= 0)
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, h->fd, NULL);
+	/* Forget events of this round that still point at it. */
+	for (int i = l->cur; i < l->nev; i++)
+		if (l->ev[i].data.ptr == h)
+			l->ev[i].data.ptr = NULL;
+}
+
+int uvn_loop_run_once(struct uvn_loop *l, int timeout_ms)
+{
+	int n = epoll_wait(l->epfd, l->ev, MAX_EVENTS, timeout_ms), ran = 0;
+
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	l->nev = n;
+	for (l->cur = 0; l->cur < l->nev; l->cur++) {
+		struct uvn_handler *h = l->ev[l->cur].data.ptr;
+
+		if (!h)
+			continue;
+		h->fn(h, l->ev[l->cur].events);
+		ran++;
+	}
+	l->nev = 0;
+	l->cur = 0;
+	return ran;
+}
+
+int uvn_timer_start(struct uvn_loop *l, struct uvn_handler *h, uint64_t first_ns, uint64_t period_ns)
+{
+	struct itimerspec its = {
+		.it_value = { (time_t)(first_ns / 1000000000u), (long)(first_ns % 1000000000u) },
+		.it_interval = { (time_t)(period_ns / 1000000000u), (long)(period_ns % 1000000000u) },
+	};
+	int r;
+
+	if (!first_ns)
+		its.it_value.tv_nsec = 1; /* zero would disarm */
+	h->fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (h->fd < 0)
+		return -errno;
+	if (timerfd_settime(h->fd, 0, &its, NULL) || (r = uvn_loop_add(l, h, EPOLLIN))) {
+		r = -errno;
+		close(h->fd);
+		h->fd = -1;
+		return r;
+	}
+	return 0;
+}
+
+void uvn_timer_stop(struct uvn_loop *l, struct uvn_handler *h)
+{
+	if (h->fd < 0)
+		return;
+	uvn_loop_del(l, h);
+	close(h->fd);
+	h->fd = -1;
+}
+
+uint64_t uvn_timer_ack(struct uvn_handler *h)
+{
+	uint64_t n = 0;
+
+	if (read(h->fd, &n, sizeof(n)) != sizeof(n))
+		return 0;
+	return n;
+}

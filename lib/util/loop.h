@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An epoll event loop for control-path work (sockets, timers, signals) and,
+ * in event mode, for sleeping on kick eventfds. Handlers are embedded in
+ * their owners; removing one while its event is pending in the current
+ * round is safe.
+ */
+#ifndef UVN_UTIL_LOOP_H
+#define UVN_UTIL_LOOP_H
+
+#include <stdint.h>
+#include <sys/epoll.h>
+
+struct uvn_loop;
+
+struct uvn_handler {
+	int fd;
+	void (*fn)(struct uvn_handler *h, uint32_t events);
+	void *ctx;
+};
+
+int uvn_loop_create(struct uvn_loop **out);
+void uvn_loop_destroy(struct uvn_loop *l);
+
+/* Watch @h->fd for @events (EPOLLIN...). @return 0 or -errno. */
+int uvn_loop_add(struct uvn_loop *l, struct uvn_handler *h, uint32_t events);
+/* Stop watching @h (before closing its fd or freeing it). */
+void uvn_loop_del(struct uvn_loop *l, struct uvn_handler *h);
+
+/* Wait up to @timeout_ms (0: poll, -1: forever) and run ready handlers. @return handlers run. */
+int uvn_loop_run_once(struct uvn_loop *l, int timeout_ms);
+
+/* A periodic (or one-shot if @period_ns is 0) timer on a timerfd; h->fd is set. */
+int uvn_timer_start(struct uvn_loop *l, struct uvn_handler *h, uint64_t first_ns, uint64_t period_ns);
+void uvn_timer_stop(struct uvn_loop *l, struct uvn_handler *h);
+/* Read a timer's expiration count (call from its handler). */
+uint64_t uvn_timer_ack(struct uvn_handler *h);
+
+#endif

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* Time, CPU pinning and CPU accounting. */
+#ifndef UVN_UTIL_SYS_H
+#define UVN_UTIL_SYS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Monotonic time in nanoseconds. */
+uint64_t uvn_now_ns(void);
+
+/* Pin the calling thread to @cpu. @return 0 or -errno. */
+int uvn_pin_thread(int cpu);
+
+/*
+ * Parse a CPU list such as "0,2-3" into @cpus (at most @max entries).
+ * @return the number of CPUs, or -EINVAL.
+ */
+int uvn_parse_cpulist(const char *s, int *cpus, int max);
+
+/*
+ * CPU time (user + system) of process @pid (0: ourselves) in nanoseconds,
+ * from /proc/PID/stat. @return 0 or -errno.
+ */
+int uvn_proc_cpu_ns(pid_t pid, uint64_t *ns);
+
+/* CPU time of the calling thread in nanoseconds. */
+uint64_t uvn_thread_cpu_ns(void);
+
+#endif
