@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Negotiation and session-wide requests: features, protocol features,
+ * owner, queue count, status, and the config space we decline.
+ */
+#include <errno.h>
+
+#include "internal.h"
+#include "util/log.h"
+
+/* Bits that belong to vhost-user, not to the virtio device. */
+#define VHOST_ONLY_FEATURES ((1ull << VHOST_USER_F_PROTOCOL_FEATURES) | (1ull << VHOST_F_LOG_ALL))
+
+static bool any_started(const struct uvn_vu_backend *b)
+{
+	for (unsigned i = 0; i < b->queue_num; i++)
+		if (b->q[i].started)
+			return true;
+	return false;
+}
+
+int vu_h_GET_FEATURES(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	(void)m;
+	/* QEMU uses this as a sync point at any time: no state change. */
+	reply->hdr.size = sizeof(uint64_t);
+	reply->p.u64 = b->offered;
+	return 0;
+}
+
+int vu_h_SET_FEATURES(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	uint64_t f = m->p.u64, virtio = f & ~VHOST_ONLY_FEATURES;
+	bool changed = !b->features_set || virtio != (b->features & ~VHOST_ONLY_FEATURES);
+	int ret;
+
+	(void)reply;
+	if (f & ~b->offered)
+		return vu_conn_error(b, &b->st.err_feature,
+				     "SET_FEATURES 0x%llx has bits never offered (0x%llx)",
+				     (unsigned long long)f, (unsigned long long)(f & ~b->offered));
+	/* Only LOG_ALL may change while rings run (migration starts/stops). */
+	if (changed && any_started(b))
+		return vu_conn_error(b, &b->st.err_order,
+				     "SET_FEATURES changes virtio features while rings are started");
+	vu_pause_all(b);
+	if (changed) {
+		ret = b->ops->set_features(b->ctx, virtio);
+		if (ret < 0) {
+			vu_resume_all(b);
+			return vu_conn_error(b, &b->st.err_feature, "device refused features 0x%llx",
+					     (unsigned long long)virtio);
+		}
+	}
+	b->features = f;
+	b->features_set = true;
+	/* Without PROTOCOL_FEATURES there is no SET_VRING_ENABLE: rings are
+	 * enabled as soon as they start. */
+	if (!vu_has(f, VHOST_USER_F_PROTOCOL_FEATURES))
+		for (unsigned i = 0; i < b->queue_num; i++)
+			b->q[i].enabled = true;
+	vu_resume_all(b);
+	vu_log(b, UVN_LOG_DEBUG, "features 0x%llx", (unsigned long long)f);
+	return 0;
+}
+
+int vu_h_SET_OWNER(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	(void)m;
+	(void)reply;
+	b->owner = true;
+	return 0;
+}
+
+int vu_h_RESET_OWNER(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	(void)m;
+	(void)reply;
+	/* Deprecated: vhost-user.rst recommends disabling the rings and
+	 * nothing more (discarding the session's state led to bugs). */
+	for (unsigned i = 0; i < b->queue_num; i++)
+		vu_queue_stop(b, &b->q[i]);
+	return 0;
+}
+
+int vu_h_GET_PROTOCOL_FEATURES(struct uvn_vu_backend *b, struct uvn_vu_msg *m,
+			       struct uvn_vu_msg *reply)
+{
+	(void)m;
+	reply->hdr.size = sizeof(uint64_t);
+	reply->p.u64 = b->proto_offered;
+	return 0;
+}
+
+int vu_h_SET_PROTOCOL_FEATURES(struct uvn_vu_backend *b, struct uvn_vu_msg *m,
+			       struct uvn_vu_msg *reply)
+{
+	(void)reply;
+	if (m->p.u64 & ~b->proto_offered)
+		return vu_conn_error(b, &b->st.err_feature,
+				     "SET_PROTOCOL_FEATURES 0x%llx has bits never offered",
+				     (unsigned long long)m->p.u64);
+	b->proto = m->p.u64;
+	return 0;
+}
+
+int vu_h_GET_QUEUE_NUM(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	(void)m;
+	/* For net devices QEMU and DPDK count queue PAIRS here (QEMU compares
+	 * it with -netdev vhost-user,queues=N). */
+	reply->hdr.size = sizeof(uint64_t);
+	reply->p.u64 = b->queue_num >= 2 ? b->queue_num / 2 : 1;
+	return 0;
+}
+
+int vu_h_SET_STATUS(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	(void)reply;
+	if (m->p.u64 > UINT8_MAX)
+		return vu_req_error(b, &b->st.err_size, "SET_STATUS 0x%llx is not a status byte",
+				    (unsigned long long)m->p.u64);
+	b->status = (uint8_t)m->p.u64;
+	if (b->ops->set_status)
+		b->ops->set_status(b->ctx, b->status);
+	return 0;
+}
+
+int vu_h_GET_STATUS(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	(void)m;
+	reply->hdr.size = sizeof(uint64_t);
+	reply->p.u64 = b->status;
+	return 0;
+}
+
+/*
+ * We never offer VHOST_USER_PROTOCOL_F_CONFIG: QEMU masks it for
+ * virtio-net and serves the config space itself (MAC, status, MTU). A
+ * frontend that asks anyway gets what vhost-user.rst defines as failure
+ * (GET_CONFIG: a reply with an empty payload; SET_CONFIG: a NACK when it
+ * wants an ack), and the connection lives.
+ */
+int vu_h_GET_CONFIG(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	(void)m;
+	reply->hdr.size = 0;
+	return vu_req_error(b, &b->st.err_feature, "GET_CONFIG declined: CONFIG was not offered");
+}
+
+int vu_h_SET_CONFIG(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	(void)m;
+	(void)reply;
+	return vu_req_error(b, &b->st.err_feature, "SET_CONFIG declined: CONFIG was not offered");
+}

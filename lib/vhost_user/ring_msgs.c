@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Ring requests and the ring state machine of vhost-user.rst. A ring is
+ * stopped until SET_VRING_KICK starts it and GET_VRING_BASE stops it;
+ * independently it is enabled or disabled (SET_VRING_ENABLE; enabled from
+ * the start without PROTOCOL_FEATURES). It is *ready* — handed to the
+ * device as a struct uvn_vq_dev — while it is started, enabled, not broken
+ * and its addresses translate into the current memory table.
+ *
+ * Ring addresses are frontend virtual addresses, translated through each
+ * region's userspace_addr, whole rings including used_event/avail_event.
+ * A ring setting that is wrong or out of order breaks that queue only;
+ * a queue index out of range drops the connection.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "util/log.h"
+
+#define VIRTIO_ONLY(f) ((f) & ~((1ull << VHOST_USER_F_PROTOCOL_FEATURES) | (1ull << VHOST_F_LOG_ALL)))
+
+static bool num_ok(bool packed, unsigned num)
+{
+	return num >= 1 && num <= UVN_VQ_MAX_SIZE && (packed || !(num & (num - 1)));
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+int vu_queue_translate(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
+{
+	const struct vhost_vring_addr *a = &q->addr;
+	uint64_t n = q->num, dsz = 16 * n, asz, usz, aal, ual;
+
+	q->desc = q->driver = q->device = NULL;
+	q->cursor.mem = b->mem;
+	q->cursor.hint = 0;
+	if (!q->addr_set || !b->features_set || !num_ok(vu_packed(b), q->num))
+		return -EFAULT;
+	if (vu_packed(b)) {
+		asz = usz = 4; /* event suppression areas */
+		aal = ual = 4;
+	} else {
+		asz = 4 + 2 * n + 2; /* flags, idx, ring[num], used_event */
+		usz = 4 + 8 * n + 2; /* flags, idx, ring[num], avail_event */
+		aal = 2;
+		ual = 4;
+	}
+	if ((a->desc_user_addr & 15) || (a->avail_user_addr & (aal - 1)) ||
+	    (a->used_user_addr & (ual - 1)))
+		return -EFAULT;
+	q->desc = uvn_mem_uva(b->mem, a->desc_user_addr, dsz);
+	q->driver = uvn_mem_uva(b->mem, a->avail_user_addr, asz);
+	q->device = uvn_mem_uva(b->mem, a->used_user_addr, usz);
+	if (!q->desc || !q->driver || !q->device) {
+		q->desc = q->driver = q->device = NULL;
+		return -EFAULT;
+	}
+	if (q->dev)
+		uvn_vq_dev_set_addrs(q->dev, q->desc, q->driver, q->device, &q->cursor);
+	return 0;
+}
+
+/* The ring state to return from GET_VRING_BASE and to restart from. */
+static uint32_t dev_state(const struct uvn_vu_backend *b, const struct uvn_vu_queue *q)
+{
+	if (vu_packed(b))
+		return uvn_vq_dev_avail_state(q->dev) | (uint32_t)uvn_vq_dev_used_state(q->dev) << 16;
+	return uvn_vq_dev_avail_state(q->dev);
+}
+
+static int create_dev(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
+{
+	struct uvn_vq_dev_cfg cfg = {
+		.num = q->num,
+		.features = VIRTIO_ONLY(b->features),
+		.desc = q->desc,
+		.driver = q->driver,
+		.device = q->device,
+		.xlate = uvn_mem_xlate,
+		.xlate_ctx = &q->cursor,
+	};
+	uint32_t base = q->base;
+
+	if (vu_packed(b)) {
+		cfg.avail_idx = base & 0x7fff;
+		cfg.avail_wrap = (base >> 15) & 1;
+		/* Newer frontends add the used position and wrap in bits 16-31;
+		 * older ones send zeros there, meaning "same as avail" (the ring
+		 * was stopped with nothing in flight). */
+		cfg.used_idx = base >> 16 ? (base >> 16) & 0x7fff : cfg.avail_idx;
+		cfg.used_wrap = base >> 16 ? (base >> 31) & 1 : cfg.avail_wrap;
+		if (cfg.avail_idx >= q->num || cfg.used_idx >= q->num)
+			return vu_queue_error(b, q, &b->st.err_ring,
+					      "ring %u: base 0x%x outside the packed ring of %u",
+					      q->idx, base, q->num);
+	} else {
+		cfg.avail_idx = (uint16_t)base;
+		/* The next used index is the one in guest memory, not our own
+		 * memory of it: the frontend may have restarted us. */
+		cfg.used_idx = le16toh(*(volatile uint16_t *)((uint8_t *)q->device + 2));
+	}
+	if (uvn_vq_dev_create(&cfg, &q->dev) < 0) {
+		q->dev = NULL;
+		return vu_queue_error(b, q, &b->st.err_ring, "ring %u: cannot set up the ring", q->idx);
+	}
+	return 0;
+}
+
+void vu_queue_pause(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
+{
+	if (q->vq) {
+		b->ops->queue_ready(b->ctx, q, false);
+		q->vq = NULL;
+	}
+}
+
+void vu_queue_update(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
+{
+	bool want = q->started && q->enabled && !q->broken && q->desc;
+
+	if (!want) {
+		vu_queue_pause(b, q);
+		return;
+	}
+	if (q->vq || (!q->dev && create_dev(b, q)))
+		return;
+	q->vq = q->dev;
+	b->ops->queue_ready(b->ctx, q, true);
+}
+
+void vu_queue_stop(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
+{
+	/* The device lets go of the ring first, then we read its state. */
+	vu_queue_pause(b, q);
+	if (q->dev) {
+		q->base = dev_state(b, q);
+		uvn_vq_dev_destroy(q->dev);
+		q->dev = NULL;
+	}
+	q->started = false;
+	q->broken = false;
+	close_fd(&q->kick_fd);
+}
+
+void vu_pause_all(struct uvn_vu_backend *b)
+{
+	for (unsigned i = 0; i < b->queue_num; i++)
+		vu_queue_pause(b, &b->q[i]);
+}
+
+void vu_resume_all(struct uvn_vu_backend *b)
+{
+	for (unsigned i = 0; i < b->queue_num; i++)
+		vu_queue_update(b, &b->q[i]);
+}
+
+void vu_mem_changed(struct uvn_vu_backend *b)
+{
+	for (unsigned i = 0; i < b->queue_num; i++) {
+		struct uvn_vu_queue *q = &b->q[i];
+
+		if (q->addr_set && vu_queue_translate(b, q) && q->started)
+			vu_log(b, UVN_LOG_WARN, "ring %u is not in the new memory table: paused", i);
+		vu_queue_update(b, q);
+	}
+}
+
+int vu_h_SET_VRING_NUM(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	struct uvn_vu_queue *q = vu_queue(b, m->p.state.index);
+	unsigned num = m->p.state.num;
+
+	(void)reply;
+	if (!q)
+		return -EPROTO;
+	if (q->started)
+		return vu_queue_error(b, q, &b->st.err_order, "ring %u: SET_VRING_NUM while started",
+				      q->idx);
+	if (!num_ok(b->features_set && vu_packed(b), num))
+		return vu_queue_error(b, q, &b->st.err_ring,
+				      "ring %u: size %u invalid (split: a power of two up to 32768; "
+				      "packed: 1 to 32768)", q->idx, num);
+	q->num = num;
+	q->desc = q->driver = q->device = NULL; /* translated again at start */
+	return 0;
+}
+
+int vu_h_SET_VRING_ADDR(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	const struct vhost_vring_addr *a = &m->p.addr;
+	struct uvn_vu_queue *q = vu_queue(b, a->index);
+
+	(void)reply;
+	if (!q)
+		return -EPROTO;
+	if (a->flags & ~(1u << VHOST_VRING_F_LOG))
+		return vu_queue_error(b, q, &b->st.err_ring, "ring %u: unknown address flags 0x%x",
+				      q->idx, a->flags);
+	if (!b->features_set || !b->mem->n || !q->num)
+		return vu_queue_error(b, q, &b->st.err_order, "ring %u: SET_VRING_ADDR before %s",
+				      q->idx, !b->features_set ? "SET_FEATURES" :
+				      !b->mem->n ? "the memory table" : "SET_VRING_NUM");
+	if (!num_ok(vu_packed(b), q->num))
+		return vu_queue_error(b, q, &b->st.err_ring, "ring %u: size %u invalid for a %s ring",
+				      q->idx, q->num, vu_packed(b) ? "packed" : "split");
+	/* Addresses (or the log flag) may change on a running ring. */
+	vu_queue_pause(b, q);
+	q->addr = *a;
+	q->addr_set = true;
+	if (vu_queue_translate(b, q)) {
+		q->addr_set = false;
+		return vu_queue_error(b, q, &b->st.err_ring,
+				      "ring %u (size %u): desc 0x%llx avail 0x%llx used 0x%llx are "
+				      "misaligned or not wholly in guest memory", q->idx, q->num,
+				      (unsigned long long)a->desc_user_addr,
+				      (unsigned long long)a->avail_user_addr,
+				      (unsigned long long)a->used_user_addr);
+	}
+	vu_queue_update(b, q);
+	return 0;
+}
+
+int vu_h_SET_VRING_BASE(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	struct uvn_vu_queue *q = vu_queue(b, m->p.state.index);
+
+	(void)reply;
+	if (!q)
+		return -EPROTO;
+	if (q->started)
+		return vu_queue_error(b, q, &b->st.err_order, "ring %u: SET_VRING_BASE while started",
+				      q->idx);
+	if (b->features_set && !vu_packed(b) && m->p.state.num > UINT16_MAX)
+		return vu_queue_error(b, q, &b->st.err_ring, "ring %u: split ring base 0x%x",
+				      q->idx, m->p.state.num);
+	q->base = m->p.state.num;
+	return 0;
+}
+
+int vu_h_GET_VRING_BASE(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	struct uvn_vu_queue *q = vu_queue(b, m->p.state.index);
+
+	if (!q)
+		return -EPROTO;
+	if (!q->started) {
+		/* Harmless, but a sign of a confused frontend; it still needs its answer. */
+		b->st.err_order++;
+		UVN_LOG_PEER("vhost-user %s: ring %u: GET_VRING_BASE on a ring that is not started",
+			     b->name, q->idx);
+	}
+	vu_queue_stop(b, q);
+	reply->hdr.size = sizeof(struct vhost_vring_state);
+	reply->p.state.index = q->idx;
+	reply->p.state.num = q->base;
+	return 0;
+}
+
+/* SET_VRING_KICK/CALL/ERR: the ring and the fd (or -1 with the NOFD bit). */
+static struct uvn_vu_queue *fd_request(struct uvn_vu_backend *b, struct uvn_vu_msg *m, int *fd)
+{
+	struct uvn_vu_queue *q = vu_queue(b, (uint32_t)(m->p.u64 & VHOST_USER_VRING_IDX_MASK));
+
+	*fd = -1;
+	if (q && !(m->p.u64 & VHOST_USER_VRING_NOFD_MASK))
+		*fd = uvn_vu_msg_take_fd(m, 0);
+	return q;
+}
+
+int vu_h_SET_VRING_KICK(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	struct uvn_vu_queue *q;
+	int fd;
+
+	(void)reply;
+	q = fd_request(b, m, &fd);
+	if (!q)
+		return -EPROTO;
+	if (!q->num || !q->addr_set) {
+		close_fd(&fd);
+		return vu_queue_error(b, q, &b->st.err_order, "ring %u: SET_VRING_KICK before %s",
+				      q->idx, !q->num ? "SET_VRING_NUM" : "SET_VRING_ADDR");
+	}
+	vu_queue_pause(b, q);
+	close_fd(&q->kick_fd);
+	q->kick_fd = fd;
+	q->started = true; /* the kick fd starts the ring */
+	if (vu_queue_translate(b, q))
+		return vu_queue_error(b, q, &b->st.err_ring,
+				      "ring %u: size %u does not fit its addresses in guest memory",
+				      q->idx, q->num);
+	vu_queue_update(b, q);
+	return 0;
+}
+
+int vu_h_SET_VRING_CALL(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	struct uvn_vu_queue *q;
+	int fd;
+
+	(void)reply;
+	/* virtio-user sends this before SET_FEATURES: nothing else is needed. */
+	q = fd_request(b, m, &fd);
+	if (!q)
+		return -EPROTO;
+	vu_queue_pause(b, q);
+	close_fd(&q->call_fd);
+	q->call_fd = fd;
+	vu_queue_update(b, q);
+	return 0;
+}
+
+int vu_h_SET_VRING_ERR(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	struct uvn_vu_queue *q;
+	int fd;
+
+	(void)reply;
+	q = fd_request(b, m, &fd);
+	if (!q)
+		return -EPROTO;
+	close_fd(&q->err_fd);
+	q->err_fd = fd;
+	return 0;
+}
+
+int vu_h_SET_VRING_ENABLE(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	struct uvn_vu_queue *q = vu_queue(b, m->p.state.index);
+
+	(void)reply;
+	if (!q)
+		return -EPROTO;
+	if (m->p.state.num > 1)
+		return vu_queue_error(b, q, &b->st.err_ring, "ring %u: SET_VRING_ENABLE %u", q->idx,
+				      m->p.state.num);
+	q->enabled = m->p.state.num;
+	vu_queue_update(b, q);
+	return 0;
+}
