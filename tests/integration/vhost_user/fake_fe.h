@@ -16,6 +16,7 @@
 
 #define FE_QUEUES 2
 #define FE_MEM_SIZE (2u << 20)
+#define FE_RING_OFF(i) ((1u << 20) + (i) * 64 * 1024) /* where ring i lives */
 
 /* What the device layer saw. */
 struct fake_dev {
@@ -65,8 +66,15 @@ void fe_vring_fd(struct fe *f, uint32_t req, unsigned idx, int fd);
 /* QEMU's order up to enabled rings (split, @num entries, rings at 1 MB). */
 void fe_negotiate_qemu(struct fe *f, unsigned num);
 
+/* The test as the guest driver of ring @idx (at FE_RING_OFF(idx)). */
+struct uvn_vq_drv *fe_driver(struct fe *f, unsigned idx, unsigned num);
+/* Guest TX of string @s (at byte @off of guest memory) through ring @idx;
+ * the device pops it from the ready queue, checks it, returns it. */
+void fe_tx(struct fe *f, struct uvn_vq_drv *drv, unsigned idx, uint64_t off, const char *s);
+
 /* Fds and mappings of this process, to compare before and after. */
 int count_fds(void);
+/* memfd mappings (guest memory, logs) of this process */
 int count_maps(void);
 
 #endif

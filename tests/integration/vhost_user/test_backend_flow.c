@@ -21,21 +21,6 @@
 #include "fake_fe.h"
 
 #define NET_FEATURES ((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX))
-#define RING_OFF(i) ((1u << 20) + (i) * 64 * 1024)
-
-/* The test as the guest driver of ring @idx. */
-static struct uvn_vq_drv *driver(struct fe *f, unsigned idx, unsigned num)
-{
-	struct uvn_vq_drv_cfg cfg = {
-		.num = num,
-		.features = f->features & ~(1ull << VHOST_USER_F_PROTOCOL_FEATURES),
-		.ring = f->mem + RING_OFF(idx),
-	};
-	struct uvn_vq_drv *vq;
-
-	assert_int_equal(uvn_vq_drv_create(&cfg, &vq), 0);
-	return vq;
-}
 
 static uint64_t read_eventfd(int fd)
 {
@@ -44,34 +29,6 @@ static uint64_t read_eventfd(int fd)
 	if (read(fd, &v, sizeof(v)) != sizeof(v))
 		return 0;
 	return v;
-}
-
-/* Guest TX: a readable buffer goes through ring @idx; the device reads it. */
-static void tx_one(struct fe *f, struct uvn_vq_drv *drv, unsigned idx, uint64_t off, const char *s)
-{
-	struct uvn_vu_queue *q = uvn_vu_backend_queue(f->b, idx);
-	struct uvn_sg sg = { .addr = f->gpa + off, .len = (uint32_t)strlen(s) + 1 };
-	struct uvn_vq_done done;
-	struct uvn_vq_chain ch;
-	struct iovec iov[4];
-	int token;
-
-	strcpy((char *)f->mem + off, s);
-	assert_int_equal(uvn_vq_drv_add(drv, &sg, 1, 0, &token, 0), 0);
-	(void)uvn_vq_drv_kick_prepare(drv); /* EVENT_IDX decides; the test polls */
-	assert_non_null(q->vq);
-	assert_int_equal(uvn_vq_dev_avail(q->vq), 1);
-	assert_int_equal(uvn_vq_dev_pop(q->vq, &ch, iov, 4), 1);
-	assert_int_equal(ch.nout, 1);
-	assert_int_equal(ch.out_len, sg.len);
-	/* the backend's own mapping of the same memory */
-	assert_ptr_not_equal(iov[0].iov_base, f->mem + off);
-	assert_string_equal((char *)iov[0].iov_base, s);
-	uvn_vq_dev_push(q->vq, &ch, 0);
-	if (uvn_vq_dev_flush(q->vq))
-		uvn_vu_queue_notify(q);
-	assert_int_equal(uvn_vq_drv_get_used(drv, &done, 1), 1);
-	assert_ptr_equal(done.token, &token);
 }
 
 /* Guest RX: the device writes into a writable buffer; the guest sees it. */
@@ -109,14 +66,14 @@ static void test_qemu_order(void **state)
 	fe_negotiate_qemu(&f, 256);
 	assert_int_equal(f.dev.features, NET_FEATURES);
 	assert_int_equal(uvn_vu_backend_features(f.b), f.features);
-	rx = driver(&f, 0, 256);
-	tx = driver(&f, 1, 256);
-	tx_one(&f, tx, 1, 0x1000, "hello vhost-user");
+	rx = fe_driver(&f, 0, 256);
+	tx = fe_driver(&f, 1, 256);
+	fe_tx(&f, tx, 1, 0x1000, "hello vhost-user");
 	assert_int_equal(read_eventfd(f.call[1]), 1);
 	assert_int_equal(uvn_vu_backend_queue(f.b, 1)->calls, 1);
 	rx_one(&f, rx, 0, 0x2000);
 	assert_int_equal(read_eventfd(f.call[0]), 1);
-	tx_one(&f, tx, 1, 0x1000, "second");
+	fe_tx(&f, tx, 1, 0x1000, "second");
 
 	/* QEMU may ask for features at any time */
 	assert_int_equal(fe_get_u64(&f, VHOST_USER_GET_FEATURES, 0) & NET_FEATURES, NET_FEATURES);
@@ -137,14 +94,14 @@ static void test_qemu_order(void **state)
 	fe_vring_fd(&f, VHOST_USER_SET_VRING_KICK, 1, f.kick[1]);
 	assert_true(f.dev.ready[1]);
 	assert_int_equal(uvn_vq_dev_avail(uvn_vu_backend_queue(f.b, 1)->vq), 0);
-	tx_one(&f, tx, 1, 0x1000, "third");
+	fe_tx(&f, tx, 1, 0x1000, "third");
 
 	/* disable / enable */
 	fe_vring_state(&f, VHOST_USER_SET_VRING_ENABLE, 1, 0);
 	assert_false(f.dev.ready[1]);
 	fe_vring_state(&f, VHOST_USER_SET_VRING_ENABLE, 1, 1);
 	assert_true(f.dev.ready[1]);
-	tx_one(&f, tx, 1, 0x1000, "fourth");
+	fe_tx(&f, tx, 1, 0x1000, "fourth");
 
 	uvn_vq_drv_destroy(rx);
 	uvn_vq_drv_destroy(tx);
@@ -178,7 +135,7 @@ static void test_virtio_user_order(void **state)
 	assert_int_equal(fe_set_u64_ack(&f, VHOST_USER_SET_FEATURES, f.features), 0);
 	fe_set_mem_table(&f, VHOST_USER_NEED_REPLY_MASK);
 	for (unsigned i = 0; i < FE_QUEUES; i++)
-		fe_setup_ring(&f, i, 256, RING_OFF(i), 0);
+		fe_setup_ring(&f, i, 256, FE_RING_OFF(i), 0);
 	assert_false(f.dev.ready[1]);
 	for (unsigned i = 0; i < FE_QUEUES; i++)
 		fe_vring_state(&f, VHOST_USER_SET_VRING_ENABLE, i, 1);
@@ -186,8 +143,8 @@ static void test_virtio_user_order(void **state)
 	assert_int_equal(fe_set_u64_ack(&f, VHOST_USER_SET_STATUS, 0xf), 0);
 	assert_int_equal(f.dev.status, 0xf);
 	assert_int_equal(fe_get_u64(&f, VHOST_USER_GET_STATUS, 0), 0xf);
-	tx = driver(&f, 1, 256);
-	tx_one(&f, tx, 1, 0x3000, "virtio-user");
+	tx = fe_driver(&f, 1, 256);
+	fe_tx(&f, tx, 1, 0x3000, "virtio-user");
 	assert_int_equal(read_eventfd(f.call[1]), 1);
 	uvn_vq_drv_destroy(tx);
 	fe_close(&f);
@@ -203,9 +160,9 @@ static void test_packed(void **state)
 	(void)state;
 	fe_open(&f, FE_QUEUES, NET_FEATURES | (1ull << VIRTIO_F_RING_PACKED));
 	fe_negotiate_qemu(&f, 100);
-	tx = driver(&f, 1, 100);
-	tx_one(&f, tx, 1, 0x1000, "packed");
-	tx_one(&f, tx, 1, 0x1000, "packed again");
+	tx = fe_driver(&f, 1, 100);
+	fe_tx(&f, tx, 1, 0x1000, "packed");
+	fe_tx(&f, tx, 1, 0x1000, "packed again");
 	/* avail: position 2, wrap 1; used (bits 16-31): position 2, wrap 1 */
 	fe_vring_state(&f, VHOST_USER_GET_VRING_BASE, 1, 0);
 	assert_int_equal(fe_reply(&f, VHOST_USER_GET_VRING_BASE, &r), 1);
@@ -213,14 +170,14 @@ static void test_packed(void **state)
 	/* newer frontends send it back as is */
 	fe_vring_state(&f, VHOST_USER_SET_VRING_BASE, 1, r.p.state.num);
 	fe_vring_fd(&f, VHOST_USER_SET_VRING_KICK, 1, f.kick[1]);
-	tx_one(&f, tx, 1, 0x1000, "after restart");
+	fe_tx(&f, tx, 1, 0x1000, "after restart");
 	fe_vring_state(&f, VHOST_USER_GET_VRING_BASE, 1, 0);
 	assert_int_equal(fe_reply(&f, VHOST_USER_GET_VRING_BASE, &r), 1);
 	assert_int_equal(r.p.state.num, 0x80038003u);
 	/* older ones send only the avail half: used = avail */
 	fe_vring_state(&f, VHOST_USER_SET_VRING_BASE, 1, 0x8003);
 	fe_vring_fd(&f, VHOST_USER_SET_VRING_KICK, 1, f.kick[1]);
-	tx_one(&f, tx, 1, 0x1000, "old base");
+	fe_tx(&f, tx, 1, 0x1000, "old base");
 	assert_int_equal(uvn_vq_dev_used_state(uvn_vu_backend_queue(f.b, 1)->vq), 0x8004);
 	/* a base beyond the ring breaks the queue when it starts */
 	fe_vring_state(&f, VHOST_USER_GET_VRING_BASE, 1, 0);
@@ -245,10 +202,10 @@ static void test_no_protocol_features(void **state)
 	assert_int_equal(fe_send(&f, VHOST_USER_SET_FEATURES, VHOST_USER_VERSION, &f.features, 8, NULL,
 				 0), 0);
 	fe_set_mem_table(&f, 0);
-	fe_setup_ring(&f, 1, 64, RING_OFF(1), 0);
+	fe_setup_ring(&f, 1, 64, FE_RING_OFF(1), 0);
 	assert_true(f.dev.ready[1]);
-	tx = driver(&f, 1, 64);
-	tx_one(&f, tx, 1, 0x1000, "legacy order");
+	tx = fe_driver(&f, 1, 64);
+	fe_tx(&f, tx, 1, 0x1000, "legacy order");
 	/* no REPLY_ACK negotiated: NEED_REPLY gets no answer */
 	struct uvn_vu_msg r;
 	assert_int_equal(fe_send(&f, VHOST_USER_SET_OWNER, VHOST_USER_VERSION | VHOST_USER_NEED_REPLY_MASK,
@@ -278,8 +235,8 @@ static void test_memory_changes(void **state)
 	(void)state;
 	fe_open(&f, FE_QUEUES, NET_FEATURES);
 	fe_negotiate_qemu(&f, 256);
-	tx = driver(&f, 1, 256);
-	tx_one(&f, tx, 1, 0x1000, "before");
+	tx = fe_driver(&f, 1, 256);
+	fe_tx(&f, tx, 1, 0x1000, "before");
 	fds0 = count_fds();
 	maps0 = count_maps();
 	for (int i = 0; i < 50; i++)
@@ -290,7 +247,7 @@ static void test_memory_changes(void **state)
 	assert_int_equal(f.dev.stop_events[1], 50);
 	assert_int_equal(f.dev.ready_events[1], 51);
 	assert_int_equal(uvn_vu_backend_stats(f.b)->mem_changes, 51);
-	tx_one(&f, tx, 1, 0x1000, "after 50 tables");
+	fe_tx(&f, tx, 1, 0x1000, "after 50 tables");
 
 	/* a second region: buffers there translate */
 	fd2 = memfd_create("guest2", MFD_CLOEXEC);
@@ -319,7 +276,7 @@ static void test_memory_changes(void **state)
 				 &f.memfd, 1), 0);
 	assert_true(f.dev.ready[0]);
 	assert_true(f.dev.ready[1]);
-	tx_one(&f, tx, 1, 0x1000, "region back");
+	fe_tx(&f, tx, 1, 0x1000, "region back");
 	/* REM_MEM_REG of something never added: declined, the session lives */
 	set_region(&reg, 0x90000000, 4096, mem2);
 	assert_int_not_equal(fe_ack(&f, VHOST_USER_REM_MEM_REG, &reg, sizeof(reg)), 0);
@@ -345,17 +302,17 @@ static void test_fds_and_acks(void **state)
 	fe_open(&f, FE_QUEUES, NET_FEATURES);
 	fe_negotiate_qemu(&f, 256);
 	q = uvn_vu_backend_queue(f.b, 1);
-	tx = driver(&f, 1, 256);
+	tx = fe_driver(&f, 1, 256);
 	fe_vring_fd(&f, VHOST_USER_SET_VRING_CALL, 1, newcall);
 	assert_int_equal(f.dev.stop_events[1], 1);
 	assert_true(f.dev.ready[1]);
-	tx_one(&f, tx, 1, 0x1000, "new call fd");
+	fe_tx(&f, tx, 1, 0x1000, "new call fd");
 	assert_int_equal(read_eventfd(newcall), 1);
 	assert_int_equal(read_eventfd(f.call[1]), 0);
 	/* polling: no call fd, notify is a no-op */
 	fe_vring_fd(&f, VHOST_USER_SET_VRING_CALL, 1, -1);
 	assert_int_equal(q->call_fd, -1);
-	tx_one(&f, tx, 1, 0x1000, "polling");
+	fe_tx(&f, tx, 1, 0x1000, "polling");
 	fe_vring_fd(&f, VHOST_USER_SET_VRING_KICK, 1, -1);
 	assert_int_equal(q->kick_fd, -1);
 	assert_true(f.dev.ready[1]);
