@@ -159,7 +159,8 @@ void uvn_vu_log_used(struct uvn_vu_backend *b, struct uvn_vu_queue *q);
 /*
  * Sockets. @return an fd, or a negative errno.
  * uvn_vu_listen: listen on @path, removing a stale socket file (not one
- * that still accepts connections: -EADDRINUSE).
+ * that still accepts connections: -EADDRINUSE; the probe is a connection
+ * that its owner sees open and close) nor any other file (-EEXIST).
  */
 int uvn_vu_listen(const char *path);
 int uvn_vu_accept(int lfd);

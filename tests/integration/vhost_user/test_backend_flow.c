@@ -6,6 +6,8 @@
  * memory table changes on running rings, fd replacement, generic acks.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -329,6 +331,72 @@ static void test_fds_and_acks(void **state)
 	close(newcall);
 }
 
+static void nop_ready(void *ctx, struct uvn_vu_queue *q, bool ready)
+{
+	(void)ctx;
+	(void)q;
+	(void)ready;
+}
+
+static int nop_features(void *ctx, uint64_t features)
+{
+	(void)ctx;
+	(void)features;
+	return 0;
+}
+
+/* Server and client sockets: stale socket files are replaced, live ones and other files are not. */
+static void test_sockets(void **state)
+{
+	static const struct uvn_vu_device_ops no_ops = { 0 };
+	static const struct uvn_vu_device_ops ops = { .queue_ready = nop_ready,
+						      .set_features = nop_features };
+	struct uvn_vu_backend_cfg cfg = { .features = NET_FEATURES, .queue_num = 2, .ops = &no_ops };
+	int lfd, cfd, sfd, fd;
+	struct uvn_vu_backend *b;
+	struct uvn_vu_msg m;
+	struct uvn_vu_rx rx;
+	char path[64];
+
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/uvn-test-%d.sock", (int)getpid());
+	unlink(path);
+	lfd = uvn_vu_listen(path);
+	assert_true(lfd >= 0);
+	cfd = uvn_vu_connect(path);
+	assert_true(cfd >= 0);
+	sfd = uvn_vu_accept(lfd);
+	assert_true(sfd >= 0);
+	assert_int_equal(uvn_vu_backend_create(sfd, &cfg, &b), -EINVAL); /* ops without callbacks */
+	cfg.ops = &ops;
+	assert_int_equal(uvn_vu_backend_create(sfd, &cfg, &b), 0);
+	/* the session answers the client over the real socket */
+	uvn_vu_msg_init(&m, VHOST_USER_GET_FEATURES, VHOST_USER_VERSION, 0);
+	assert_int_equal(uvn_vu_msg_send(cfd, &m), 0);
+	assert_int_equal(uvn_vu_backend_handle(b), 0);
+	uvn_vu_rx_init(&rx);
+	assert_int_equal(uvn_vu_msg_recv(cfd, &rx), 1);
+	assert_int_equal(uvn_vu_msg_check_reply(&m, &rx.msg), 0);
+	assert_int_equal(rx.msg.p.u64 & NET_FEATURES, NET_FEATURES);
+	uvn_vu_backend_destroy(b);
+	close(cfd);
+	/* someone is listening: left alone (the probe is a connection it will see close) */
+	assert_int_equal(uvn_vu_listen(path), -EADDRINUSE);
+	close(lfd);
+	/* the file is left behind, stale: listen replaces it */
+	lfd = uvn_vu_listen(path);
+	assert_true(lfd >= 0);
+	close(lfd);
+	unlink(path);
+	/* not a socket: never removed */
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	close(fd);
+	assert_int_equal(uvn_vu_listen(path), -EEXIST);
+	unlink(path);
+	assert_true(uvn_vu_connect(path) < 0);
+	assert_int_equal(uvn_vu_listen(""), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -338,6 +406,7 @@ int main(void)
 		cmocka_unit_test(test_no_protocol_features),
 		cmocka_unit_test(test_memory_changes),
 		cmocka_unit_test(test_fds_and_acks),
+		cmocka_unit_test(test_sockets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
