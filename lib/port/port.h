@@ -53,6 +53,9 @@ struct uvn_port {
 	char name[64];
 	uint16_t id;          /* index in the daemon's port table */
 	uint8_t mac[6];       /* our own MAC for frames we generate (txonly) */
+	/* Event mode: the port calls this when queue @q has frames to bring in. */
+	void (*wake)(struct uvn_port *p, unsigned q);
+	void *owner;          /* the daemon's context for wake */
 };
 
 /*
@@ -63,6 +66,17 @@ struct uvn_port {
  */
 int uvn_port_create(const char *spec, struct uvn_loop *loop, struct uvn_pkt_pool *small,
 		    struct uvn_pkt_pool *big, bool poll_mode, struct uvn_port **out);
+
+/* A vhost-user port: a guest's virtio-net device. */
+struct uvn_vhost_port_cfg {
+	const char *path;     /* socket */
+	bool client;          /* connect (and reconnect) instead of listening */
+	unsigned queues;      /* queue pairs offered */
+	bool poll_mode;       /* busy-poll: ask the guest not to kick */
+};
+int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, struct uvn_loop *loop,
+			  struct uvn_pkt_pool *small, struct uvn_pkt_pool *big,
+			  struct uvn_port **out);
 
 int uvn_port_tap_create(const char *ifname, struct uvn_loop *loop, struct uvn_pkt_pool *small,
 			struct uvn_pkt_pool *big, struct uvn_port **out);

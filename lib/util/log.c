@@ -20,6 +20,11 @@ static int current_level(void)
 	return uvn_log_level;
 }
 
+bool uvn_log_enabled(int level)
+{
+	return level <= current_level();
+}
+
 void uvn_log(int level, const char *fmt, ...)
 {
 	char buf[1024];

@@ -19,6 +19,9 @@ extern int uvn_log_level;
 
 void uvn_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Would a message at @level be printed? (to skip building expensive ones) */
+bool uvn_log_enabled(int level);
+
 #define UVN_ERR(...) uvn_log(UVN_LOG_ERR, __VA_ARGS__)
 #define UVN_WARN(...) uvn_log(UVN_LOG_WARN, __VA_ARGS__)
 #define UVN_INFO(...) uvn_log(UVN_LOG_INFO, __VA_ARGS__)

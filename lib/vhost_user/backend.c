@@ -304,6 +304,10 @@ static void dispatch(struct uvn_vu_backend *b, struct uvn_vu_msg *m)
 		check_error(b, m, ret);
 		return;
 	}
+	if (uvn_log_enabled(UVN_LOG_DEBUG))
+		vu_log(b, UVN_LOG_DEBUG, "%s (size %u, flags 0x%x, u64 0x%llx)",
+		       uvn_vu_req_name(m->hdr.request), m->hdr.size, m->hdr.flags,
+		       m->hdr.size >= 8 ? (unsigned long long)m->p.u64 : 0ull);
 	uvn_vu_msg_init_reply(&reply, m, 0);
 	ret = handlers[m->hdr.request](b, m, &reply);
 	if (b->dead)

@@ -21,7 +21,10 @@ void uvn_netdev_q_init(struct uvn_netdev_q *q, struct uvn_vq_dev *vq, uint64_t f
 	q->guest_csum = uvn_has_feature(features, VIRTIO_NET_F_GUEST_CSUM);
 	q->broken = false;
 	q->ring_err = 0;
-	uvn_vq_dev_set_batch_used(vq, tx);
+	/* The spec lets an IN_ORDER device write one used element per batch.
+	 * Drivers are tested against DPDK's vhost, which does that for packed
+	 * rings only and writes every split used entry: so do we. */
+	uvn_vq_dev_set_batch_used(vq, tx && uvn_has_feature(features, VIRTIO_F_RING_PACKED));
 }
 
 void uvn_netdev_q_flush(struct uvn_netdev_q *q)

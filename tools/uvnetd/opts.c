@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uvnetd.h"
+
+void uvnetd_usage(FILE *f)
+{
+	fputs("Usage: uvnetd [OPTIONS] --port SPEC [--port SPEC ...]\n"
+	      "A vhost-user switch: QEMU guests, DPDK virtio-user and uvnet drivers plug in,\n"
+	      "TAP devices connect it to the host.\n\n"
+	      "Ports:\n"
+	      "  -p, --port vhost-user:PATH[,client][,queues=N]\n"
+	      "                       a vhost-user socket uvnetd listens on (or connects to and\n"
+	      "                       keeps reconnecting with 'client', for QEMU's server=on);\n"
+	      "                       N queue pairs (default 1)\n"
+	      "  -p, --port tap:IFNAME  a TAP device (created if missing, IFF_VNET_HDR)\n\n"
+	      "Forwarding:\n"
+	      "  -f, --forward MODE   switch (default: L2 learning switch), loopback (frames go\n"
+	      "                       back out of their port, MACs swapped), sink (count and\n"
+	      "                       drop), txonly (generate frames into every port)\n"
+	      "      --txonly-size N  frame size for txonly (default 64, 42..2048)\n"
+	      "      --poll           busy-poll the queues (default: sleep on kicks)\n"
+	      "      --cpu N          pin the data path to CPU N\n\n"
+	      "Output:\n"
+	      "  -s, --stats-interval SEC  print per-port rates every SEC seconds\n"
+	      "  -j, --json           stats as one JSON object per interval\n"
+	      "  -q, --quiet          no final totals\n"
+	      "  -h, --help           this text\n\n"
+	      "SIGINT or SIGTERM stop uvnetd; it prints the final totals.\n",
+	      f);
+}
+
+static int parse_mode(const char *s, enum uvn_fwd_mode *m)
+{
+	static const char *const names[] = { "switch", "loopback", "sink", "txonly" };
+
+	for (unsigned i = 0; i < 4; i++) {
+		if (!strcmp(s, names[i])) {
+			*m = (enum uvn_fwd_mode)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
+{
+	enum { OPT_TXSIZE = 256, OPT_POLL, OPT_CPU };
+	static const struct option longopts[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "forward", required_argument, NULL, 'f' },
+		{ "txonly-size", required_argument, NULL, OPT_TXSIZE },
+		{ "poll", no_argument, NULL, OPT_POLL },
+		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ "stats-interval", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->mode = UVN_FWD_SWITCH;
+	o->txonly_size = 64;
+	o->cpu = -1;
+	while ((c = getopt_long(argc, argv, "p:f:s:jqh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (o->nports == UVNETD_MAX_PORTS) {
+				fprintf(stderr, "uvnetd: too many ports (max %d)\n", UVNETD_MAX_PORTS);
+				return -1;
+			}
+			o->port_specs[o->nports++] = optarg;
+			break;
+		case 'f':
+			if (parse_mode(optarg, &o->mode)) {
+				fprintf(stderr, "uvnetd: unknown forward mode '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case OPT_TXSIZE:
+			o->txonly_size = (uint32_t)strtoul(optarg, &end, 10);
+			if (*end || o->txonly_size < 42 || o->txonly_size > 2048) {
+				fprintf(stderr, "uvnetd: --txonly-size must be 42..2048\n");
+				return -1;
+			}
+			break;
+		case OPT_POLL:
+			o->poll = true;
+			break;
+		case OPT_CPU:
+			o->cpu = (int)strtol(optarg, &end, 10);
+			if (*end || o->cpu < 0) {
+				fprintf(stderr, "uvnetd: bad --cpu '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case 's':
+			o->stats_interval = strtod(optarg, &end);
+			if (*end || o->stats_interval <= 0) {
+				fprintf(stderr, "uvnetd: bad --stats-interval '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			uvnetd_usage(stdout);
+			exit(0);
+		default:
+			uvnetd_usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "uvnetd: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (!o->nports) {
+		fprintf(stderr, "uvnetd: at least one --port is needed\n");
+		uvnetd_usage(stderr);
+		return -1;
+	}
+	return 0;
+}
