@@ -12,7 +12,8 @@ void uvn_chain_begin(struct uvn_chain_walk *w, struct uvn_vq_dev *vq, struct iov
 {
 	w->vq = vq;
 	w->iov = iov;
-	w->iov_max = iov_max;
+	/* The chain reports its iovec counts in 16 bits. */
+	w->iov_max = iov_max < UINT16_MAX ? iov_max : UINT16_MAX;
 	w->niov = 0;
 	w->nout = 0;
 	w->out_len = 0;
@@ -71,18 +72,10 @@ int uvn_chain_add(struct uvn_chain_walk *w, const struct uvn_desc *d)
 /* Indirect table entries: split and packed descriptors differ in the second word. */
 static void decode_entry(const void *p, bool packed, struct uvn_desc *out)
 {
-	if (!packed) {
+	if (packed)
+		uvn_desc_read_packed(p, out);
+	else
 		uvn_desc_read_split(p, out);
-		return;
-	}
-	const volatile uint64_t *q = p;
-	uint64_t a = le64toh(q[0]);
-	uint64_t w = le64toh(q[1]);
-
-	out->addr = a;
-	out->len = (uint32_t)w;
-	out->next = 0;
-	out->flags = (uint16_t)(w >> 48);
 }
 
 /* The table is not contiguous in our mapping: check it is mapped at all. */
@@ -102,7 +95,7 @@ static bool table_mapped(struct uvn_vq_dev *vq, uint64_t addr, uint64_t len)
 }
 
 /* Copy one entry of a table that straddles mapping pieces. */
-static void copy_entry(struct uvn_vq_dev *vq, uint64_t addr, uint8_t buf[16])
+static bool copy_entry(struct uvn_vq_dev *vq, uint64_t addr, uint8_t buf[16])
 {
 	unsigned off = 0;
 
@@ -110,11 +103,32 @@ static void copy_entry(struct uvn_vq_dev *vq, uint64_t addr, uint8_t buf[16])
 		uint64_t n = 16 - off;
 		const uint8_t *p = vq->xlate(vq->xlate_ctx, addr + off, &n);
 
+		/* table_mapped() said yes; a translation that changed its mind
+		 * since is still not dereferenced. */
+		if (UVN_UNLIKELY(!p || n == 0))
+			return false;
 		if (n > 16u - off)
 			n = 16u - off;
-		memcpy(buf + off, p, n); /* table_mapped() checked the whole range */
+		memcpy(buf + off, p, n);
 		off += (unsigned)n;
 	}
+	return true;
+}
+
+/* Read entry @i of the table, from the mapping or piecewise. */
+static bool read_entry(struct uvn_vq_dev *vq, const uint8_t *table, uint64_t addr, unsigned i,
+		       struct uvn_desc *e)
+{
+	uint8_t buf[16];
+
+	if (table) {
+		decode_entry(table + 16 * i, vq->packed, e);
+		return true;
+	}
+	if (!copy_entry(vq, addr + 16ull * i, buf))
+		return false;
+	decode_entry(buf, vq->packed, e);
+	return true;
 }
 
 int uvn_chain_indirect(struct uvn_chain_walk *w, const struct uvn_desc *d)
@@ -146,17 +160,12 @@ int uvn_chain_indirect(struct uvn_chain_walk *w, const struct uvn_desc *d)
 	vq->st.indirect++;
 	for (;;) {
 		struct uvn_desc e;
-		uint8_t buf[16];
 		int ret;
 
 		if (UVN_UNLIKELY(steps++ >= count))
 			return UVN_VQ_E_LOOP;
-		if (table) {
-			decode_entry(table + 16 * i, vq->packed, &e);
-		} else {
-			copy_entry(vq, d->addr + 16ull * i, buf);
-			decode_entry(buf, vq->packed, &e);
-		}
+		if (UVN_UNLIKELY(!read_entry(vq, table, d->addr, i, &e)))
+			return UVN_VQ_E_INDIRECT_MAP;
 		if (UVN_UNLIKELY(e.flags & VRING_DESC_F_INDIRECT))
 			return UVN_VQ_E_INDIRECT_NESTED;
 		ret = uvn_chain_add(w, &e);

@@ -31,14 +31,6 @@ static bool is_avail(uint16_t flags, bool wrap)
 	return !!(flags & F_AVAIL) == wrap && !!(flags & F_USED) != wrap;
 }
 
-static void advance(uint16_t *pos, bool *wrap, uint16_t num)
-{
-	if (++*pos == num) {
-		*pos = 0;
-		*wrap = !*wrap;
-	}
-}
-
 int uvn_packed_dev_avail(struct uvn_vq_dev *vq)
 {
 	uint16_t flags = uvn_load_acquire16(&vq->pk.desc[vq->pk.last_avail].flags);
@@ -82,7 +74,7 @@ int uvn_packed_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct io
 		read_body(&vq->pk.desc[pos], &d);
 		d.flags = steps == 1 ? flags : uvn_rd16(&vq->pk.desc[pos].flags);
 		id = d.next; /* the buffer id is in the chain's last descriptor */
-		advance(&pos, &wrap, vq->num);
+		uvn_ring_advance(&pos, &wrap, vq->num);
 		if (d.flags & VRING_DESC_F_INDIRECT) {
 			ret = uvn_chain_indirect(&w, &d);
 			if (UVN_UNLIKELY(ret))
@@ -121,8 +113,9 @@ static void write_used(struct uvn_vq_dev *vq, uint16_t id, uint32_t len, uint16_
 
 	uvn_wr16(&d->id, id);
 	uvn_wr32(&d->len, len);
-	if (vq->staged == 0) {
+	if (!vq->pk.first_held) {
 		/* Published last, at flush: the driver stops at this slot until then. */
+		vq->pk.first_held = true;
 		vq->pk.first_pos = pos;
 		vq->pk.first_flags = f;
 	} else {
@@ -137,18 +130,32 @@ static void write_used(struct uvn_vq_dev *vq, uint16_t id, uint32_t len, uint16_
 	vq->pk.used_pos = pos;
 }
 
+/*
+ * IN_ORDER batch (spec: packed virtqueues, in-order use of descriptors):
+ * one used element carrying the last buffer id, at the batch's first
+ * position; both sides skip the rest of its descriptors.
+ */
+void uvn_packed_dev_end_batch(struct uvn_vq_dev *vq)
+{
+	if (!vq->batch_n)
+		return;
+	write_used(vq, vq->batch_id, vq->batch_len, vq->batch_ndesc);
+	vq->batch_n = 0;
+	vq->batch_ndesc = 0;
+}
+
 void uvn_packed_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len)
 {
 	vq->st.used++;
+	vq->staged++;
 	if (vq->batch_used) {
 		vq->batch_id = ch->id;
 		vq->batch_len = len;
 		vq->batch_ndesc = (uint16_t)(vq->batch_ndesc + ch->ndesc);
-		vq->staged++;
+		vq->batch_n++;
 		return;
 	}
 	write_used(vq, ch->id, len, ch->ndesc);
-	vq->staged++;
 }
 
 /* Did our used position move past the driver's event (off_wrap)? */
@@ -167,7 +174,8 @@ static bool need_notify(struct uvn_vq_dev *vq)
 {
 	uint16_t old = vq->signalled, new_pos = vq->pk.used_pos;
 	bool valid = vq->signalled_valid, need;
-	uint16_t flags = uvn_rd16(&vq->pk.driver->flags);
+	/* Acquire: the driver writes off_wrap before the flags that select it. */
+	uint16_t flags = uvn_load_acquire16(&vq->pk.driver->flags) & UVN_EVENT_FLAGS_MASK;
 
 	vq->signalled = new_pos;
 	vq->signalled_valid = true;
@@ -186,15 +194,10 @@ bool uvn_packed_dev_flush(struct uvn_vq_dev *vq)
 {
 	if (!vq->staged)
 		return false;
-	if (vq->batch_used) {
-		/* IN_ORDER batch: one element carrying the last id, then skip
-		 * every descriptor of the batch. */
-		vq->staged = 0;
-		write_used(vq, vq->batch_id, vq->batch_len, vq->batch_ndesc);
-		vq->batch_ndesc = 0;
-	}
+	uvn_packed_dev_end_batch(vq);
 	vq->staged = 0;
 	/* The whole batch becomes visible with the first element's flags. */
+	vq->pk.first_held = false;
 	uvn_store_release16(&vq->pk.desc[vq->pk.first_pos].flags, vq->pk.first_flags);
 	/* Used flags visible before we read the driver's event suppression. */
 	uvn_fence_full();

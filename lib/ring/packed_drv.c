@@ -47,14 +47,6 @@ static void write_body(struct vring_packed_desc *d, uint64_t addr, uint32_t len,
 	uvn_wr16(&d->id, id);
 }
 
-static void advance(uint16_t *pos, bool *wrap, uint16_t num)
-{
-	if (++*pos == num) {
-		*pos = 0;
-		*wrap = !*wrap;
-	}
-}
-
 /* Write the chain's descriptors; all but the head's flags are stored now. */
 static void write_chain(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout,
 			unsigned total, uint16_t id, uint16_t *head_flags)
@@ -71,7 +63,7 @@ static void write_chain(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned
 			*head_flags = f;
 		else
 			uvn_wr16(&vq->pk.desc[pos].flags, f);
-		advance(&pos, &wrap, vq->num);
+		uvn_ring_advance(&pos, &wrap, vq->num);
 	}
 	vq->pk.next_avail = pos;
 	vq->pk.avail_wrap = wrap;
@@ -87,8 +79,6 @@ int uvn_packed_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned 
 
 	for (unsigned k = nout; k < total; k++)
 		in_len += sg[k].len;
-	if (in_len > UINT32_MAX)
-		return -UVN_VQ_E_INVAL;
 	if (indirect)
 		table = vq->indirect_alloc(vq->indirect_ctx, total, &taddr);
 	ndesc = table ? 1 : total;
@@ -106,7 +96,7 @@ int uvn_packed_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned 
 		}
 		write_body(&vq->pk.desc[head_pos], taddr, (uint32_t)(16 * total), id);
 		head_flags = (uint16_t)(VRING_DESC_F_INDIRECT | avail_flags(vq->pk.avail_wrap));
-		advance(&vq->pk.next_avail, &vq->pk.avail_wrap, vq->num);
+		uvn_ring_advance(&vq->pk.next_avail, &vq->pk.avail_wrap, vq->num);
 		vq->st.indirect++;
 	} else {
 		write_chain(vq, sg, nout, total, id, &head_flags);
@@ -122,7 +112,7 @@ int uvn_packed_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned 
 	vq->added = (uint16_t)(vq->added + ndesc);
 	vq->in_flight++;
 	if (vq->in_order)
-		vq->order[vq->order_tail++ % vq->num] = id;
+		uvn_drv_order_push(vq, id);
 	vq->st.bufs++;
 	return 0;
 }
@@ -157,7 +147,8 @@ bool uvn_packed_drv_kick_prepare(struct uvn_vq_drv *vq)
 	vq->added = 0;
 	/* Heads visible before we read the device's event suppression. */
 	uvn_fence_full();
-	flags = uvn_rd16(&vq->pk.device->flags);
+	/* Acquire: the device writes off_wrap before the flags that select it. */
+	flags = uvn_load_acquire16(&vq->pk.device->flags) & UVN_EVENT_FLAGS_MASK;
 	if (flags == VRING_PACKED_EVENT_FLAG_DESC && vq->event_idx)
 		need = packed_need_event(uvn_rd16(&vq->pk.device->off_wrap), vq->pk.next_avail,
 					 added, vq->pk.avail_wrap, vq->num);
@@ -175,21 +166,28 @@ static bool is_used(uint16_t flags, bool wrap)
 	return !!(flags & F_AVAIL) == wrap && !!(flags & F_USED) == wrap;
 }
 
-static void *detach(struct uvn_vq_drv *vq, uint16_t id)
+/* Give back an id's slot and descriptors without touching the ring. */
+static void *forget(struct uvn_vq_drv *vq, uint16_t id)
 {
 	struct uvn_drv_state *s = &vq->state[id];
 	void *token = s->token;
 
-	for (unsigned k = 0; k < s->ndesc; k++)
-		advance(&vq->pk.last_used, &vq->pk.used_wrap, vq->num);
 	uvn_drv_release_indirect(vq, s);
 	vq->next[id] = vq->free_head;
 	vq->free_head = id;
 	vq->num_free = (uint16_t)(vq->num_free + s->ndesc);
 	s->token = NULL;
 	vq->in_flight--;
-	vq->st.used++;
 	return token;
+}
+
+static void *detach(struct uvn_vq_drv *vq, uint16_t id)
+{
+	/* The device skips the rest of the chain's descriptors; so do we. */
+	for (unsigned k = 0; k < vq->state[id].ndesc; k++)
+		uvn_ring_advance(&vq->pk.last_used, &vq->pk.used_wrap, vq->num);
+	vq->st.used++;
+	return forget(vq, id);
 }
 
 /* Read the used descriptor at last_used. @return 1, 0 if none, or an error. */
@@ -202,7 +200,8 @@ static int read_used(struct uvn_vq_drv *vq, uint16_t *id, uint32_t *len)
 	if (!is_used(flags, vq->pk.used_wrap))
 		return 0;
 	*id = uvn_rd16(&d->id);
-	*len = le32toh(*(volatile uint32_t *)&d->len);
+	/* Without WRITE the length is reserved and ignored: nothing written. */
+	*len = flags & VRING_DESC_F_WRITE ? le32toh(*(volatile uint32_t *)&d->len) : 0;
 	if (UVN_UNLIKELY(*id >= vq->num || !vq->state[*id].token))
 		return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_ID);
 	if (UVN_UNLIKELY(*len > vq->state[*id].in_len))
@@ -225,14 +224,14 @@ static int get_in_order(struct uvn_vq_drv *vq, struct uvn_vq_done *out)
 	}
 	if (UVN_UNLIKELY(!vq->in_flight))
 		return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_ID);
-	id = vq->order[vq->order_head % vq->num];
+	id = uvn_drv_order_peek(vq);
 	if (id == vq->batch_id) {
 		vq->in_batch = false;
 		out->len = vq->batch_len;
 	} else {
 		out->len = vq->state[id].in_len; /* skipped: used completely */
 	}
-	vq->order_head++;
+	uvn_drv_order_pop(vq);
 	out->token = detach(vq, id);
 	return 1;
 }
@@ -257,7 +256,9 @@ int uvn_packed_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsi
 			}
 		}
 		if (ret < 0)
-			return ret;
+			/* Buffers reclaimed before the bad element are not lost;
+			 * the next call reports the broken queue. */
+			return n ? (int)n : ret;
 		if (ret == 0)
 			break;
 		n++;
@@ -285,20 +286,79 @@ void uvn_packed_drv_disable_cb(struct uvn_vq_drv *vq)
 	set_event_flags(vq, VRING_PACKED_EVENT_FLAG_DISABLE);
 }
 
+/* Descriptors the used element of @id stands for: the chain, or with
+ * IN_ORDER every chain from the oldest in flight (order cursor *@oh) to it.
+ * @return 0 for an id that is not in flight (get_used will report it). */
+static unsigned element_span(const struct uvn_vq_drv *vq, uint16_t id, uint16_t *oh,
+			     unsigned *left)
+{
+	unsigned span = 0;
+
+	if (id >= vq->num || !vq->state[id].token || !*left)
+		return 0;
+	if (!vq->in_order) {
+		--*left;
+		return vq->state[id].ndesc;
+	}
+	for (;;) {
+		uint16_t x = vq->order[*oh];
+
+		span += vq->state[x].ndesc;
+		--*left;
+		if (++*oh == vq->num)
+			*oh = 0;
+		if (x == id)
+			return span;
+		if (!*left)
+			return 0;
+	}
+}
+
+/*
+ * Has the device's used position already gone more than @ahead descriptors
+ * past ours? Its elements need not start at any given position (chains and
+ * in-order batches are skipped over), so walk them the way get_used will,
+ * without taking anything.
+ */
+static bool device_passed(const struct uvn_vq_drv *vq, unsigned ahead)
+{
+	unsigned pos = vq->pk.last_used, walked = 0, left = vq->in_flight;
+	uint16_t oh = vq->order_head;
+	bool wrap = vq->pk.used_wrap;
+
+	while (walked <= ahead) {
+		const struct vring_packed_desc *d = &vq->pk.desc[pos];
+		unsigned span;
+
+		if (!is_used(uvn_load_acquire16(&d->flags), wrap))
+			return false;
+		span = element_span(vq, uvn_rd16(&d->id), &oh, &left);
+		if (!span)
+			return true; /* let get_used deal with it */
+		/* A span is at most the ring: one wrap at most. */
+		walked += span;
+		pos += span;
+		if (pos >= vq->num) {
+			pos -= vq->num;
+			wrap = !wrap;
+		}
+	}
+	return true;
+}
+
 bool uvn_packed_drv_enable_cb(struct uvn_vq_drv *vq, bool delayed)
 {
+	uint16_t pos = vq->pk.last_used;
+	bool wrap = vq->pk.used_wrap;
+	unsigned ahead = 0;
+
 	if (vq->event_idx) {
-		uint16_t pos = vq->pk.last_used;
-		bool wrap = vq->pk.used_wrap;
-
-		if (delayed) {
-			unsigned ahead = (unsigned)(vq->num - vq->num_free) * 3 / 4;
-
-			pos = (uint16_t)(pos + ahead);
-			if (pos >= vq->num) {
-				pos = (uint16_t)(pos - vq->num);
-				wrap = !wrap;
-			}
+		if (delayed)
+			ahead = (unsigned)(vq->num - vq->num_free) * 3 / 4;
+		pos = (uint16_t)(pos + ahead);
+		if (pos >= vq->num) {
+			pos = (uint16_t)(pos - vq->num);
+			wrap = !wrap;
 		}
 		/* The event position first: the device reads it after the flags. */
 		uvn_wr16(&vq->pk.driver->off_wrap, (uint16_t)(pos | (wrap ? WRAP_BIT : 0)));
@@ -311,35 +371,30 @@ bool uvn_packed_drv_enable_cb(struct uvn_vq_drv *vq, bool delayed)
 	uvn_fence_full();
 	if (vq->in_batch)
 		return false;
-	if (!delayed || !vq->event_idx)
+	if (!ahead)
 		return !uvn_packed_drv_has_used(vq);
-	/* Delayed: too late if the device already wrote at the event position
-	 * (best effort, as in Linux: a used element may not start there). */
-	uint16_t off = uvn_rd16(&vq->pk.driver->off_wrap);
-
-	return !is_used(uvn_load_acquire16(&vq->pk.desc[off & ~WRAP_BIT].flags),
-			!!(off & WRAP_BIT));
+	/* Delayed: the device may have passed the event before it saw it; it
+	 * then will not notify, so we must not sleep. */
+	return !device_passed(vq, ahead);
 }
 
 void *uvn_packed_drv_detach_unused(struct uvn_vq_drv *vq)
 {
-	for (unsigned i = 0; i < vq->num; i++) {
-		if (vq->state[i].token) {
-			struct uvn_drv_state *s = &vq->state[i];
-			void *token = s->token;
+	void *token = NULL;
 
-			uvn_drv_release_indirect(vq, s);
-			vq->next[i] = vq->free_head;
-			vq->free_head = (uint16_t)i;
-			vq->num_free = (uint16_t)(vq->num_free + s->ndesc);
-			s->token = NULL;
-			vq->in_flight--;
-			if (!vq->in_flight) {
-				vq->order_head = vq->order_tail;
-				vq->in_batch = false;
-			}
-			return token;
+	if (!vq->in_flight)
+		return NULL;
+	if (vq->in_order) {
+		/* Oldest first, keeping the order of the rest. */
+		token = forget(vq, uvn_drv_order_peek(vq));
+		uvn_drv_order_pop(vq);
+	} else {
+		for (unsigned i = 0; i < vq->num && !token; i++) {
+			if (vq->state[i].token)
+				token = forget(vq, (uint16_t)i);
 		}
 	}
-	return NULL;
+	if (!vq->in_flight)
+		vq->in_batch = false;
+	return token;
 }

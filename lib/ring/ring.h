@@ -111,19 +111,68 @@ struct uvn_desc {
 };
 
 /*
- * Read a split descriptor with two 64-bit loads, so each field is fetched
- * from shared memory exactly once; the driver may be rewriting it.
+ * Fetch the 16 bytes of a descriptor once, as two little-endian words: the
+ * driver may be rewriting it, so every field is decoded from this one copy.
+ * Ring descriptors are 16-byte aligned; an indirect table may sit at any
+ * address, and is then read bytewise (still each byte once) rather than
+ * through misaligned 64-bit loads.
  */
-static inline void uvn_desc_read_split(const struct vring_desc *d, struct uvn_desc *out)
+static inline void uvn_desc_fetch(const void *p, uint64_t *w0, uint64_t *w1)
 {
-	const volatile uint64_t *p = (const volatile uint64_t *)d;
-	uint64_t a = le64toh(p[0]);
-	uint64_t w = le64toh(p[1]);
+	if (UVN_LIKELY(((uintptr_t)p & 7) == 0)) {
+		const volatile uint64_t *q = p;
 
+		*w0 = le64toh(q[0]);
+		*w1 = le64toh(q[1]);
+	} else {
+		const volatile uint8_t *b = p;
+		uint8_t tmp[16];
+
+		for (unsigned i = 0; i < 16; i++)
+			tmp[i] = b[i];
+		memcpy(w0, tmp, 8);
+		memcpy(w1, tmp + 8, 8);
+		*w0 = le64toh(*w0);
+		*w1 = le64toh(*w1);
+	}
+}
+
+/* A split descriptor (or split indirect entry): addr | len, flags, next. */
+static inline void uvn_desc_read_split(const void *d, struct uvn_desc *out)
+{
+	uint64_t a, w;
+
+	uvn_desc_fetch(d, &a, &w);
 	out->addr = a;
 	out->len = (uint32_t)w;
 	out->flags = (uint16_t)(w >> 32);
 	out->next = (uint16_t)(w >> 48);
 }
+
+/* A packed indirect entry: addr | len, id (reserved), flags. */
+static inline void uvn_desc_read_packed(const void *d, struct uvn_desc *out)
+{
+	uint64_t a, w;
+
+	uvn_desc_fetch(d, &a, &w);
+	out->addr = a;
+	out->len = (uint32_t)w;
+	out->next = (uint16_t)(w >> 32);
+	out->flags = (uint16_t)(w >> 48);
+}
+
+/* Advance a ring position that wraps at @num (not a power of two for
+ * packed rings), toggling @wrap when it passes the end. */
+static inline void uvn_ring_advance(uint16_t *pos, bool *wrap, uint16_t num)
+{
+	if (++*pos == num) {
+		*pos = 0;
+		*wrap = !*wrap;
+	}
+}
+
+/* The 2-bit event flags field of a packed event suppression structure;
+ * the other 14 bits are reserved. */
+#define UVN_EVENT_FLAGS_MASK 0x3u
 
 #endif

@@ -104,18 +104,32 @@ static void write_used(struct uvn_vq_dev *vq, uint16_t slot, uint16_t id, uint32
 	uvn_wr32(&e->len, len);
 }
 
+/*
+ * IN_ORDER batch (spec: split virtqueues, in-order use of descriptors):
+ * one used entry at the batch's first slot, carrying the head of its last
+ * chain; the used index moves by the number of chains in the batch.
+ */
+void uvn_split_dev_end_batch(struct uvn_vq_dev *vq)
+{
+	if (!vq->batch_n)
+		return;
+	write_used(vq, vq->split.used_idx, vq->batch_id, vq->batch_len);
+	vq->split.used_idx = (uint16_t)(vq->split.used_idx + vq->batch_n);
+	vq->batch_n = 0;
+}
+
 void uvn_split_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len)
 {
 	vq->st.used++;
+	vq->staged++;
 	if (vq->batch_used) {
 		vq->batch_id = ch->id;
 		vq->batch_len = len;
-		vq->staged++;
+		vq->batch_n++;
 		return;
 	}
 	write_used(vq, vq->split.used_idx, ch->id, len);
 	vq->split.used_idx++;
-	vq->staged++;
 }
 
 static bool need_notify(struct uvn_vq_dev *vq, uint16_t new_idx)
@@ -143,12 +157,7 @@ bool uvn_split_dev_flush(struct uvn_vq_dev *vq)
 {
 	if (!vq->staged)
 		return false;
-	if (vq->batch_used) {
-		/* IN_ORDER batch: one entry at the batch's first slot, the index
-		 * moves by the batch size. */
-		write_used(vq, vq->split.used_idx, vq->batch_id, vq->batch_len);
-		vq->split.used_idx = (uint16_t)(vq->split.used_idx + vq->staged);
-	}
+	uvn_split_dev_end_batch(vq);
 	vq->staged = 0;
 	/* Used entries (and the data written into the buffers) before the index. */
 	uvn_store_release16(&vq->split.used->idx, vq->split.used_idx);

@@ -42,6 +42,17 @@ static void write_desc(struct vring_desc *d, uint64_t addr, uint32_t len, uint16
 	uvn_wr16(&d->next, next);
 }
 
+/*
+ * The descriptor after @i in a chain. With IN_ORDER the driver uses the
+ * table in ring order, next = i + 1 wrapping to 0 (spec: split virtqueues,
+ * the virtqueue descriptor table); buffers come back in order, so the free
+ * descriptors stay one contiguous run starting at free_head.
+ */
+static uint16_t chain_next(const struct uvn_vq_drv *vq, uint16_t i)
+{
+	return vq->in_order ? (uint16_t)((i + 1) & (vq->num - 1)) : vq->next[i];
+}
+
 static uint16_t seg_flags(unsigned i, unsigned nout, unsigned total)
 {
 	return (uint16_t)((i + 1 < total ? VRING_DESC_F_NEXT : 0) |
@@ -58,8 +69,6 @@ int uvn_split_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned n
 
 	for (unsigned k = nout; k < total; k++)
 		in_len += sg[k].len;
-	if (in_len > UINT32_MAX)
-		return -UVN_VQ_E_INVAL;
 	if (indirect)
 		table = vq->indirect_alloc(vq->indirect_ctx, total, &taddr);
 	ndesc = table ? 1 : total;
@@ -81,12 +90,12 @@ int uvn_split_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned n
 		last = head;
 		for (unsigned k = 0; k < total; k++) {
 			write_desc(&vq->split.desc[i], sg[k].addr, sg[k].len,
-				   seg_flags(k, nout, total), vq->next[i]);
+				   seg_flags(k, nout, total), chain_next(vq, i));
 			last = i;
-			i = vq->next[i];
+			i = chain_next(vq, i);
 		}
 	}
-	vq->free_head = vq->next[last];
+	vq->free_head = chain_next(vq, last);
 	vq->num_free = (uint16_t)(vq->num_free - ndesc);
 	vq->state[head] = (struct uvn_drv_state){
 		.token = token, .indirect = table, .in_len = (uint32_t)in_len,
@@ -97,7 +106,7 @@ int uvn_split_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned n
 	vq->added++;
 	vq->in_flight++;
 	if (vq->in_order)
-		vq->order[vq->order_tail++ & (vq->num - 1)] = head;
+		uvn_drv_order_push(vq, head);
 	vq->st.bufs++;
 	return 0;
 }
@@ -132,12 +141,13 @@ static void *detach(struct uvn_vq_drv *vq, uint16_t head)
 	void *token = s->token;
 
 	uvn_drv_release_indirect(vq, s);
-	vq->next[s->last] = vq->free_head;
-	vq->free_head = head;
+	if (!vq->in_order) {
+		vq->next[s->last] = vq->free_head;
+		vq->free_head = head;
+	}
 	vq->num_free = (uint16_t)(vq->num_free + s->ndesc);
 	s->token = NULL;
 	vq->in_flight--;
-	vq->st.used++;
 	return token;
 }
 
@@ -180,6 +190,7 @@ static int get_one(struct uvn_vq_drv *vq, struct uvn_vq_done *out)
 	out->len = len;
 	out->token = detach(vq, id);
 	vq->split.last_used++;
+	vq->st.used++;
 	return 0;
 }
 
@@ -204,7 +215,7 @@ static int get_in_order(struct uvn_vq_drv *vq, struct uvn_vq_done *out)
 	/* The device advanced the used index by the whole batch at once. */
 	if (UVN_UNLIKELY(vq->split.last_used == vq->split.shadow_used))
 		return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_IDX);
-	head = vq->order[vq->order_head & (vq->num - 1)];
+	head = uvn_drv_order_peek(vq);
 	if (head == vq->batch_id) {
 		vq->in_batch = false;
 		out->len = vq->batch_len;
@@ -212,9 +223,10 @@ static int get_in_order(struct uvn_vq_drv *vq, struct uvn_vq_done *out)
 		/* Skipped buffers were used completely. */
 		out->len = vq->state[head].in_len;
 	}
-	vq->order_head++;
+	uvn_drv_order_pop(vq);
 	out->token = detach(vq, head);
 	vq->split.last_used++;
+	vq->st.used++;
 	return 0;
 }
 
@@ -225,14 +237,15 @@ int uvn_split_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsig
 	while (n < max) {
 		int ret = used_pending(vq);
 
-		if (ret <= 0) {
-			if (ret < 0)
-				return ret;
+		if (ret < 0)
+			return n ? (int)n : ret;
+		if (ret == 0)
 			break;
-		}
 		ret = vq->in_order ? get_in_order(vq, &out[n]) : get_one(vq, &out[n]);
 		if (ret)
-			return ret;
+			/* Buffers reclaimed before the bad entry are not lost;
+			 * the next call reports the broken queue. */
+			return n ? (int)n : ret;
 		n++;
 	}
 	return (int)n;
@@ -278,16 +291,21 @@ bool uvn_split_drv_enable_cb(struct uvn_vq_drv *vq, bool delayed)
 
 void *uvn_split_drv_detach_unused(struct uvn_vq_drv *vq)
 {
-	for (unsigned i = 0; i < vq->num; i++) {
-		if (vq->state[i].token) {
-			void *token = detach(vq, (uint16_t)i);
+	void *token = NULL;
 
-			if (!vq->in_flight) {
-				vq->order_head = vq->order_tail;
-				vq->in_batch = false;
-			}
-			return token;
+	if (!vq->in_flight)
+		return NULL;
+	if (vq->in_order) {
+		/* Oldest first, so the free descriptors stay contiguous. */
+		token = detach(vq, uvn_drv_order_peek(vq));
+		uvn_drv_order_pop(vq);
+	} else {
+		for (unsigned i = 0; i < vq->num && !token; i++) {
+			if (vq->state[i].token)
+				token = detach(vq, (uint16_t)i);
 		}
 	}
-	return NULL;
+	if (!vq->in_flight)
+		vq->in_batch = false;
+	return token;
 }

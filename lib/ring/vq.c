@@ -178,6 +178,24 @@ void uvn_vq_drv_destroy(struct uvn_vq_drv *vq)
 	free(vq);
 }
 
+/* Segments the device would reject, or a chain it could not describe. */
+static bool bad_chain(const struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout,
+		      unsigned nin)
+{
+	uint64_t total = 0;
+
+	if (nout > vq->num || nin > vq->num || nout + nin == 0 || nout + nin > vq->num)
+		return true;
+	for (unsigned k = 0; k < nout + nin; k++) {
+		if (sg[k].len == 0)
+			return true;
+		total += sg[k].len;
+	}
+	/* Spec: no chain longer than 2^32 bytes in total (we say 2^32 - 1,
+	 * as the device's 32-bit lengths do). */
+	return total > UINT32_MAX;
+}
+
 int uvn_vq_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout, unsigned nin,
 		   void *token, unsigned flags)
 {
@@ -186,7 +204,7 @@ int uvn_vq_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout
 
 	if (UVN_UNLIKELY(vq->err))
 		return vq->err;
-	if (UVN_UNLIKELY(!token || total == 0 || total > vq->num || nout > vq->num))
+	if (UVN_UNLIKELY(!token || !sg || bad_chain(vq, sg, nout, nin)))
 		return -UVN_VQ_E_INVAL;
 	indirect = vq->indirect && total > 1 && !(flags & UVN_VQ_ADD_NO_INDIRECT);
 	return vq->packed ? uvn_packed_drv_add(vq, sg, nout, nin, token, indirect)
@@ -217,6 +235,8 @@ bool uvn_vq_drv_has_used(struct uvn_vq_drv *vq)
 
 void uvn_vq_drv_disable_cb(struct uvn_vq_drv *vq)
 {
+	if (UVN_UNLIKELY(vq->err))
+		return;
 	if (vq->packed)
 		uvn_packed_drv_disable_cb(vq);
 	else
@@ -266,6 +286,22 @@ uint16_t uvn_vq_drv_avail_state(const struct uvn_vq_drv *vq)
 
 /* ---------------------------------------------------------------- device */
 
+static bool aligned(const void *p, uintptr_t a)
+{
+	return ((uintptr_t)p & (a - 1)) == 0;
+}
+
+/*
+ * The spec's minimum alignments (desc 16; split avail 2, used 4; packed
+ * event areas 4). A frontend may send anything; our atomic 16-bit loads
+ * and 64-bit descriptor loads need them.
+ */
+static bool ring_aligned(const struct uvn_vq_dev_cfg *cfg, bool packed)
+{
+	return aligned(cfg->desc, 16) && aligned(cfg->driver, packed ? 4 : 2) &&
+	       aligned(cfg->device, 4);
+}
+
 int uvn_vq_dev_create(const struct uvn_vq_dev_cfg *cfg, struct uvn_vq_dev **out)
 {
 	bool packed = uvn_has_feature(cfg->features, VIRTIO_F_RING_PACKED);
@@ -277,6 +313,8 @@ int uvn_vq_dev_create(const struct uvn_vq_dev_cfg *cfg, struct uvn_vq_dev **out)
 	if (ret)
 		return ret;
 	if (!cfg->desc || !cfg->driver || !cfg->device || !cfg->xlate)
+		return -UVN_VQ_E_INVAL;
+	if (!ring_aligned(cfg, packed))
 		return -UVN_VQ_E_INVAL;
 	if (packed && (cfg->avail_idx >= cfg->num || cfg->used_idx >= cfg->num))
 		return -UVN_VQ_E_INVAL;
@@ -336,6 +374,8 @@ int uvn_vq_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec 
 
 void uvn_vq_dev_unpop(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch)
 {
+	if (UVN_UNLIKELY(vq->err))
+		return;
 	vq->st.bufs--;
 	if (!vq->packed) {
 		vq->split.last_avail--;
@@ -353,6 +393,9 @@ void uvn_vq_dev_unpop(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch)
 
 void uvn_vq_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len)
 {
+	/* A broken queue's ring is not written any more. */
+	if (UVN_UNLIKELY(vq->err))
+		return;
 	if (vq->packed)
 		uvn_packed_dev_push(vq, ch, len);
 	else
@@ -361,6 +404,14 @@ void uvn_vq_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint3
 
 void uvn_vq_dev_set_batch_used(struct uvn_vq_dev *vq, bool on)
 {
+	/* A batch in progress is closed (staged, not yet published) so that
+	 * chains pushed afterwards get their own entries after it. */
+	if (vq->batch_used && !on && !vq->err) {
+		if (vq->packed)
+			uvn_packed_dev_end_batch(vq);
+		else
+			uvn_split_dev_end_batch(vq);
+	}
 	vq->batch_used = on && vq->in_order;
 }
 

@@ -34,8 +34,11 @@ struct uvn_vq_drv {
 	uint16_t in_flight;   /* buffers the device has not returned */
 	struct uvn_drv_state *state;
 	uint16_t *next;       /* split: free/chain links; packed: free id links */
-	uint16_t free_head;   /* split: first free descriptor; packed: first free id */
-	/* IN_ORDER: heads/ids in the order they were made available */
+	/* split: first free descriptor (IN_ORDER: the next one in ring order,
+	 * the free ones being contiguous from there); packed: first free id */
+	uint16_t free_head;
+	/* IN_ORDER: heads/ids in the order they were made available; ring
+	 * positions in [0, num), not free running (num need not divide 2^16) */
 	uint16_t *order;
 	uint16_t order_head, order_tail;
 	uvn_indirect_alloc_fn indirect_alloc;
@@ -77,11 +80,13 @@ struct uvn_vq_dev {
 	void *xlate_ctx;
 	/* staged used elements not yet published */
 	uint16_t staged;
-	uint16_t batch_id;        /* IN_ORDER batch: id/len of the last chain */
+	/* IN_ORDER batch not yet written: chains, id/len of the last one */
+	uint16_t batch_n;
+	uint16_t batch_id;
 	uint32_t batch_len;
 	uint16_t batch_ndesc;     /* packed batch: descriptors covered */
 	bool signalled_valid;
-	uint16_t signalled;       /* used index / position at the last notification */
+	uint16_t signalled;       /* used index / position at the last flush's check */
 	union {
 		struct {
 			struct vring_desc *desc;
@@ -100,7 +105,9 @@ struct uvn_vq_dev {
 			bool avail_wrap;
 			uint16_t used_pos;    /* next used slot to write */
 			bool used_wrap;
-			uint16_t first_pos;   /* first staged used slot and its flags */
+			/* first staged used slot: its flags are stored at flush */
+			bool first_held;
+			uint16_t first_pos;
 			uint16_t first_flags;
 			uint16_t event_flags; /* our copy of device->flags */
 		} pk;
@@ -157,6 +164,7 @@ int uvn_split_dev_avail(struct uvn_vq_dev *vq);
 int uvn_split_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
 		      unsigned iov_max);
 void uvn_split_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len);
+void uvn_split_dev_end_batch(struct uvn_vq_dev *vq);
 bool uvn_split_dev_flush(struct uvn_vq_dev *vq);
 bool uvn_split_dev_enable_notify(struct uvn_vq_dev *vq);
 void uvn_split_dev_disable_notify(struct uvn_vq_dev *vq);
@@ -166,9 +174,30 @@ int uvn_packed_dev_avail(struct uvn_vq_dev *vq);
 int uvn_packed_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
 		       unsigned iov_max);
 void uvn_packed_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len);
+void uvn_packed_dev_end_batch(struct uvn_vq_dev *vq);
 bool uvn_packed_dev_flush(struct uvn_vq_dev *vq);
 bool uvn_packed_dev_enable_notify(struct uvn_vq_dev *vq);
 void uvn_packed_dev_disable_notify(struct uvn_vq_dev *vq);
+
+/* IN_ORDER bookkeeping: remember @id as the newest buffer made available,
+ * and take the oldest one. Positions wrap at num with a compare. */
+static inline void uvn_drv_order_push(struct uvn_vq_drv *vq, uint16_t id)
+{
+	vq->order[vq->order_tail] = id;
+	if (++vq->order_tail == vq->num)
+		vq->order_tail = 0;
+}
+
+static inline uint16_t uvn_drv_order_peek(const struct uvn_vq_drv *vq)
+{
+	return vq->order[vq->order_head];
+}
+
+static inline void uvn_drv_order_pop(struct uvn_vq_drv *vq)
+{
+	if (++vq->order_head == vq->num)
+		vq->order_head = 0;
+}
 
 /* Shared driver helper: return a reclaimed state slot's indirect table. */
 static inline void uvn_drv_release_indirect(struct uvn_vq_drv *vq, struct uvn_drv_state *s)
