@@ -162,7 +162,9 @@ void uvn_vq_drv_destroy(struct uvn_vq_drv *vq);
  * negotiated, an allocator was given, nout + nin > 1 and @p flags allow it.
  * The chain is not visible to the device until uvn_vq_drv_kick_prepare().
  * @param token  non-NULL, returned when the buffer is reclaimed
- * @return 0, -UVN_VQ_E_NOSPC, -UVN_VQ_E_INVAL or the broken queue's error
+ * @return 0, -UVN_VQ_E_NOSPC, the broken queue's error, or -UVN_VQ_E_INVAL
+ *         for no token, no segments, more segments than the queue size, a
+ *         zero-length segment or more than 2^32 - 1 bytes in all
  */
 int uvn_vq_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout, unsigned nin,
 		   void *token, unsigned flags);
@@ -177,7 +179,9 @@ bool uvn_vq_drv_kick_prepare(struct uvn_vq_drv *vq);
 
 /**
  * Reclaim up to @p max used buffers.
- * @return how many were stored in @p out, or the broken queue's error
+ * @return how many were stored in @p out, or the broken queue's error (when
+ *         a bad used entry follows good ones, the good ones are returned
+ *         first and the next call reports the error)
  */
 int uvn_vq_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned max);
 
@@ -236,9 +240,9 @@ typedef void *(*uvn_xlate_fn)(void *ctx, uint64_t addr, uint64_t *len);
 struct uvn_vq_dev_cfg {
 	unsigned num;        /**< queue size */
 	uint64_t features;   /**< negotiated feature bits */
-	void *desc;          /**< descriptor table / ring, translated */
-	void *driver;        /**< avail ring / driver event area, translated */
-	void *device;        /**< used ring / device event area, translated */
+	void *desc;          /**< descriptor table / ring, translated, 16-byte aligned */
+	void *driver;        /**< avail ring (2-byte aligned) / driver event area (4), translated */
+	void *device;        /**< used ring / device event area, translated, 4-byte aligned */
 	uvn_xlate_fn xlate;  /**< translates buffer and indirect table addresses */
 	void *xlate_ctx;
 	uint16_t avail_idx;  /**< next avail index to read (split), ring position (packed) */
@@ -273,8 +277,9 @@ void uvn_vq_dev_set_addrs(struct uvn_vq_dev *vq, void *desc, void *driver, void 
 			  void *xlate_ctx);
 
 /**
- * @return how many chains are available now (reads the avail index / head
- * flags once), or the broken queue's error.
+ * @return how many chains are available now (split: reads the avail index
+ * once; packed: reads the next head's flags once and says 1 if at least one
+ * is), or the broken queue's error.
  */
 int uvn_vq_dev_avail(struct uvn_vq_dev *vq);
 
@@ -296,14 +301,16 @@ void uvn_vq_dev_unpop(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch);
 
 /**
  * Stage a used element for @p ch with @p len bytes written. Staged elements
- * become visible to the driver at uvn_vq_dev_flush().
+ * become visible to the driver at uvn_vq_dev_flush(). Ignored once the
+ * queue is broken.
  */
 void uvn_vq_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len);
 
 /**
  * With IN_ORDER negotiated, make flush write one used element per batch
  * (lengths are then not reported to the driver: for queues the device only
- * reads). Ignored without IN_ORDER.
+ * reads). Ignored without IN_ORDER. Switching it off closes a batch in
+ * progress: chains pushed afterwards get their own elements after it.
  */
 void uvn_vq_dev_set_batch_used(struct uvn_vq_dev *vq, bool on);
 
