@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared by the ring unit tests: a simulated guest memory with a region map
+ * (holes, pieces backed by unrelated host memory), a queue fixture holding a
+ * ring in that memory with either half or both, raw ring writers so device
+ * tests can hand-craft (malformed) rings without our driver, and checks that
+ * a queue is broken for good.
+ */
+#ifndef UVN_RING_TEST_H
+#define UVN_RING_TEST_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <cmocka.h>
+
+#include <linux/virtio_config.h>
+#include <linux/virtio_ring.h>
+#include <uvnet/virtqueue.h>
+
+#define F(bit) (1ULL << (bit))
+#define F_PACKED F(VIRTIO_F_RING_PACKED)
+#define F_INDIRECT F(VIRTIO_RING_F_INDIRECT_DESC)
+#define F_EVENT_IDX F(VIRTIO_RING_F_EVENT_IDX)
+#define F_IN_ORDER F(VIRTIO_F_IN_ORDER)
+
+#define PK_AVAIL (1u << VRING_PACKED_DESC_F_AVAIL)
+#define PK_USED (1u << VRING_PACKED_DESC_F_USED)
+
+/* Guest-physical base of the simulated memory: address 0 stays unmapped. */
+#define TM_GPA 0x100000ull
+#define TM_MAX_REG 8
+
+struct treg {
+	uint64_t gpa, len;
+	uint8_t *host; /* NULL: a hole */
+};
+
+/* Guest memory: one mmap'd block at TM_GPA, plus overriding regions. */
+struct tmem {
+	uint8_t *base;
+	size_t size;
+	size_t brk;                 /* bump allocator, offset into base */
+	struct treg reg[TM_MAX_REG]; /* first match wins */
+	unsigned nreg;
+	unsigned xlate_calls;
+	/* Called on each translation (after counting), e.g. to rewrite the ring. */
+	void (*hook)(void *ctx, uint64_t addr, uint64_t len);
+	void *hook_ctx;
+};
+
+void *tm_xlate(void *ctx, uint64_t addr, uint64_t *len);
+/* Allocate @len bytes of guest memory; @return its guest address. */
+uint64_t tm_alloc(struct tmem *m, size_t len, size_t align);
+/* Host pointer of a guest address inside the main block. */
+void *tm_ptr(struct tmem *m, uint64_t gpa);
+/* Put a region in front of the others: @host NULL makes a hole. */
+void tm_map(struct tmem *m, uint64_t gpa, uint64_t len, void *host);
+/* Make the whole block (rings included) inaccessible, or accessible again. */
+void tm_protect(struct tmem *m, bool accessible);
+
+/* Indirect tables for the driver half, from a slot pool in guest memory. */
+#define TQ_POOL_SLOTS 256
+#define TQ_POOL_ENTRIES 16
+
+struct tq {
+	struct tmem m;
+	bool packed;
+	unsigned num;
+	uint64_t features;
+	struct uvn_vq_layout lay;
+	uint64_t ring_gpa;
+	uint8_t *ring;
+	struct uvn_vq_drv *drv;
+	struct uvn_vq_dev *dev;
+	uint64_t pool_gpa;
+	bool pool_busy[TQ_POOL_SLOTS];
+	unsigned pool_out;    /* tables allocated and not freed */
+	unsigned pool_allocs; /* tables ever allocated */
+	bool pool_off;        /* make the allocator fail */
+};
+
+enum { TQ_DRV = 1, TQ_DEV = 2, TQ_NO_ALLOC = 4 };
+
+/* Set up a queue of @num entries; features without VIRTIO_F_RING_PACKED
+ * pick the split layout. @flags: TQ_DRV and/or TQ_DEV, TQ_NO_ALLOC. */
+void tq_setup(struct tq *q, unsigned num, uint64_t features, unsigned flags);
+/* Device half configuration for this queue, starting at the given indices. */
+struct uvn_vq_dev_cfg tq_dev_cfg(struct tq *q, uint16_t avail, bool avail_wrap, uint16_t used,
+				 bool used_wrap);
+void tq_dev_create(struct tq *q, uint16_t avail, bool avail_wrap, uint16_t used, bool used_wrap);
+void tq_teardown(struct tq *q);
+
+/* Split ring raw access. */
+struct vring_desc *sq_desc(struct tq *q, unsigned i);
+struct vring_avail *sq_avail(struct tq *q);
+struct vring_used *sq_used(struct tq *q);
+uint16_t *sq_used_event(struct tq *q);
+uint16_t *sq_avail_event(struct tq *q);
+void sq_set_desc(struct tq *q, unsigned i, uint64_t addr, uint32_t len, uint16_t flags,
+		 uint16_t next);
+/* Put @head in the avail ring and publish it. */
+void sq_publish(struct tq *q, uint16_t head);
+void sq_read_used(struct tq *q, uint16_t slot, uint32_t *id, uint32_t *len);
+uint16_t le16(uint16_t v);
+
+/* Split indirect table entry in guest memory. */
+void it_set(struct tq *q, uint64_t table, unsigned i, uint64_t addr, uint32_t len,
+	    uint16_t flags, uint16_t next);
+
+/* Packed ring raw access and a minimal independent driver. */
+struct vring_packed_desc *pq_desc(struct tq *q, unsigned pos);
+struct vring_packed_desc_event *pq_driver(struct tq *q);
+struct vring_packed_desc_event *pq_device(struct tq *q);
+
+struct tdesc {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t flags; /* NEXT/WRITE/INDIRECT; avail bits are added */
+};
+
+struct pkdrv {
+	uint16_t pos;
+	bool wrap;
+};
+
+uint16_t pk_avail_bits(bool wrap);
+/* Write a chain of @n descriptors at the mini driver's position, id in
+ * each, the head's flags last; NEXT is added on all but the last. */
+void pk_chain(struct tq *q, struct pkdrv *d, const struct tdesc *ds, unsigned n, uint16_t id);
+/* Like pk_chain but @flags taken verbatim (no NEXT added). */
+void pk_chain_raw(struct tq *q, struct pkdrv *d, const struct tdesc *ds, unsigned n, uint16_t id);
+
+/* Broken-queue checks: the error, its counter (once, no other), and that
+ * later calls fail the same way without touching guest memory. */
+void expect_dev_broken(struct tq *q, int code);
+void expect_drv_broken(struct tq *q, int code);
+/* Pop expecting error @code, then expect_dev_broken(). */
+void expect_pop_fails(struct tq *q, int code, unsigned iov_max);
+
+/* A buffer in guest memory filled with a pattern. */
+uint64_t tbuf(struct tq *q, size_t len);
+
+/* Deterministic pseudo-random numbers for the tests. */
+uint32_t trand(uint32_t *state);
+
+/*
+ * Driver half against device half (roundtrip.c): chains of random shape
+ * whose readable bytes the device checks and whose writable bytes it fills
+ * with what the driver can verify, completed in or out of order, until
+ * @chains have come back. Checks tokens, lengths, contents, num_free and
+ * counters at the end.
+ */
+struct rt_opts {
+	unsigned chains;       /* buffers to complete */
+	unsigned max_segs;     /* segments per chain (1..6) */
+	unsigned max_inflight; /* 0: the queue size */
+	bool shuffle;          /* device completes out of order */
+	bool batch;            /* IN_ORDER: device uses uvn_vq_dev_set_batch_used() */
+	bool unpop;            /* device sometimes gives a chain back */
+	uint32_t seed;
+};
+
+void roundtrip(struct tq *q, const struct rt_opts *o);
+
+#endif

@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Packed ring, device half: every malformed chain the driver can write,
+ * one test each, each asserting its own error code, its counter, and that
+ * the queue stays broken without touching guest memory again.
+ */
+#include <endian.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring_test.h"
+
+#define NEXT VRING_DESC_F_NEXT
+#define WRITE VRING_DESC_F_WRITE
+#define INDIRECT VRING_DESC_F_INDIRECT
+#define WRAP15 (1u << 15)
+
+static void check_iov(struct tq *q, const struct iovec *iov, uint64_t gpa, size_t len)
+{
+	assert_ptr_equal(iov->iov_base, tm_ptr(&q->m, gpa));
+	assert_int_equal(iov->iov_len, len);
+}
+
+static void check_chain(const struct uvn_vq_chain *ch, uint16_t id, unsigned ndesc, unsigned nout,
+			unsigned nin, uint32_t out_len, uint32_t in_len)
+{
+	assert_int_equal(ch->id, id);
+	assert_int_equal(ch->ndesc, ndesc);
+	assert_int_equal(ch->nout, nout);
+	assert_int_equal(ch->nin, nin);
+	assert_int_equal(ch->out_len, out_len);
+	assert_int_equal(ch->in_len, in_len);
+}
+
+static void put_table(struct tq *q, uint64_t t, unsigned i, uint64_t addr, uint32_t len,
+		      uint16_t flags)
+{
+	struct vring_packed_desc *e = (struct vring_packed_desc *)tm_ptr(&q->m, t) + i;
+
+	e->addr = htole64(addr);
+	e->len = htole32(len);
+	e->id = htole16(0xbeef); /* reserved in tables: ignored */
+	e->flags = htole16(flags);
+}
+
+/* ------------------------------------------------------- malformed rings */
+
+static void one_desc(struct tq *q, uint64_t addr, uint32_t len, uint16_t flags, uint16_t id)
+{
+	struct pkdrv d = { 0, true };
+	const struct tdesc ds[1] = { { addr, len, flags } };
+
+	pk_chain_raw(q, &d, ds, 1, id);
+}
+
+static void bad_id(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 5, F_PACKED, TQ_DEV);
+	one_desc(&q, tbuf(&q, 8), 8, 0, 5);
+	expect_pop_fails(&q, UVN_VQ_E_HEAD_RANGE, 4);
+	tq_teardown(&q);
+}
+
+/* NEXT on every descriptor: the chain runs around the ring. */
+static void loop_around_ring(void **state)
+{
+	struct pkdrv d = { 0, true };
+	struct tdesc ds[4];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED, TQ_DEV);
+	uint64_t a = tbuf(&q, 8);
+
+	for (unsigned i = 0; i < 4; i++)
+		ds[i] = (struct tdesc){ a, 8, NEXT };
+	pk_chain_raw(&q, &d, ds, 4, 0);
+	expect_pop_fails(&q, UVN_VQ_E_LOOP, 64);
+	tq_teardown(&q);
+}
+
+static void chain_of_queue_size(void **state)
+{
+	struct pkdrv d = { 0, true };
+	struct uvn_vq_chain ch;
+	struct iovec iov[8];
+	struct tdesc ds[5];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 5, F_PACKED, TQ_DEV);
+	uint64_t a = tbuf(&q, 8);
+
+	for (unsigned i = 0; i < 5; i++)
+		ds[i] = (struct tdesc){ a, 8, i >= 3 ? WRITE : 0 };
+	pk_chain(&q, &d, ds, 5, 4);
+	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 8), 1);
+	check_chain(&ch, 4, 5, 3, 2, 24, 16);
+	assert_int_equal(uvn_vq_dev_avail_state(q.dev), 0);
+	tq_teardown(&q);
+}
+
+static void indirect_len_not_multiple(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
+	one_desc(&q, tbuf(&q, 64), 40, INDIRECT, 0);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_LEN, 8);
+	tq_teardown(&q);
+}
+
+static void indirect_len_zero(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
+	one_desc(&q, tbuf(&q, 64), 0, INDIRECT, 0);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_LEN, 8);
+	tq_teardown(&q);
+}
+
+static void indirect_longer_than_queue(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 3, F_PACKED | F_INDIRECT, TQ_DEV);
+	one_desc(&q, tbuf(&q, 64), 64, INDIRECT, 0);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_LEN, 8);
+	tq_teardown(&q);
+}
+
+static void indirect_unmapped(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
+	one_desc(&q, 0x2000, 32, INDIRECT, 0);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_MAP, 8);
+	tq_teardown(&q);
+}
+
+static void indirect_straddles_hole(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 64, 16), a = tbuf(&q, 8);
+
+	put_table(&q, t, 0, a, 8, 0);
+	tm_map(&q.m, t + 20, 4096, NULL);
+	one_desc(&q, t, 32, INDIRECT, 0);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_MAP, 8);
+	tq_teardown(&q);
+}
+
+static void indirect_addr_wraps(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
+	tm_map(&q.m, 0, 4096, q.m.base);
+	tm_map(&q.m, UINT64_MAX - 4095, 4096, q.m.base + 4096);
+	one_desc(&q, UINT64_MAX - 15, 32, INDIRECT, 0);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_MAP, 8);
+	tq_teardown(&q);
+}
+
+static void indirect_over_two_pieces(void **state)
+{
+	struct vring_packed_desc img[3];
+	struct uvn_vq_chain ch;
+	struct iovec iov[8];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 48, 16), other = tm_alloc(&q.m, 4096, 64);
+	uint64_t a = tbuf(&q, 10), b = tbuf(&q, 20), c = tbuf(&q, 30);
+
+	img[0] = (struct vring_packed_desc){ htole64(a), htole32(10), 0, 0 };
+	img[1] = (struct vring_packed_desc){ htole64(b), htole32(20), 0, htole16(WRITE) };
+	img[2] = (struct vring_packed_desc){ htole64(c), htole32(30), 0, htole16(WRITE) };
+	memcpy(tm_ptr(&q.m, t), img, 20);
+	memset((uint8_t *)tm_ptr(&q.m, t) + 20, 0xff, 28);
+	memcpy(tm_ptr(&q.m, other), (uint8_t *)img + 20, 28);
+	tm_map(&q.m, t + 20, 4096, tm_ptr(&q.m, other));
+	one_desc(&q, t, 48, INDIRECT, 3);
+	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 8), 1);
+	check_chain(&ch, 3, 1, 1, 2, 10, 50);
+	check_iov(&q, &iov[0], a, 10);
+	check_iov(&q, &iov[1], b, 20);
+	check_iov(&q, &iov[2], c, 30);
+	tq_teardown(&q);
+}
+
+static void indirect_nested(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 32, 16), a = tbuf(&q, 8);
+
+	put_table(&q, t, 0, a, 8, 0);
+	put_table(&q, t, 1, t, 16, INDIRECT);
+	one_desc(&q, t, 32, INDIRECT, 0);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_NESTED, 8);
+	tq_teardown(&q);
+}
+
+static void indirect_with_next(void **state)
+{
+	struct pkdrv d = { 0, true };
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 16, 16), a = tbuf(&q, 8);
+	const struct tdesc ds[2] = { { t, 16, INDIRECT | NEXT }, { a, 8, 0 } };
+
+	put_table(&q, t, 0, a, 8, 0);
+	pk_chain_raw(&q, &d, ds, 2, 0);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_NEXT, 8);
+	tq_teardown(&q);
+}
+
+static void indirect_without_feature(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 16, 16);
+
+	put_table(&q, t, 0, tbuf(&q, 8), 8, 0);
+	one_desc(&q, t, 16, INDIRECT, 0);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_FEATURE, 8);
+	tq_teardown(&q);
+}
+
+static void readable_after_writable(void **state)
+{
+	struct pkdrv d = { 0, true };
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED, TQ_DEV);
+	uint64_t a = tbuf(&q, 8);
+	const struct tdesc ds[2] = { { a, 8, WRITE }, { a, 8, 0 } };
+
+	pk_chain(&q, &d, ds, 2, 0);
+	expect_pop_fails(&q, UVN_VQ_E_WRITE_ORDER, 8);
+	tq_teardown(&q);
+}
+
+static void readable_after_writable_in_table(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 32, 16), a = tbuf(&q, 8);
+
+	put_table(&q, t, 0, a, 8, WRITE);
+	put_table(&q, t, 1, a, 8, 0);
+	one_desc(&q, t, 32, INDIRECT, 0);
+	expect_pop_fails(&q, UVN_VQ_E_WRITE_ORDER, 8);
+	tq_teardown(&q);
+}
+
+static void buffer_unmapped(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED, TQ_DEV);
+	one_desc(&q, 0x3000, 8, WRITE, 0);
+	expect_pop_fails(&q, UVN_VQ_E_UNMAPPED, 8);
+	tq_teardown(&q);
+}
+
+static void buffer_partly_mapped(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED, TQ_DEV);
+	uint64_t a = tbuf(&q, 64);
+
+	tm_map(&q.m, a + 32, 64, NULL);
+	one_desc(&q, a, 64, 0, 0);
+	expect_pop_fails(&q, UVN_VQ_E_UNMAPPED, 8);
+	tq_teardown(&q);
+}
+
+static void buffer_addr_wraps(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED, TQ_DEV);
+	tm_map(&q.m, 0, 4096, q.m.base);
+	tm_map(&q.m, UINT64_MAX - 4095, 4096, q.m.base + 4096);
+	one_desc(&q, UINT64_MAX - 7, 16, WRITE, 0);
+	expect_pop_fails(&q, UVN_VQ_E_UNMAPPED, 8);
+	tq_teardown(&q);
+}
+
+static void chain_len_overflows(void **state)
+{
+	const uint64_t big = 1ull << 40;
+	struct pkdrv d = { 0, true };
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED, TQ_DEV);
+	tm_map(&q.m, big, 1ull << 33, q.m.base);
+	const struct tdesc ds[3] = { { big, 0xffffff00u, 0 }, { big, 0x80u, 0 }, { big, 0x80u, WRITE } };
+
+	pk_chain(&q, &d, ds, 3, 0);
+	expect_pop_fails(&q, UVN_VQ_E_LEN_OVERFLOW, 8);
+	tq_teardown(&q);
+}
+
+static void zero_len(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED, TQ_DEV);
+	one_desc(&q, tbuf(&q, 8), 0, WRITE, 0);
+	expect_pop_fails(&q, UVN_VQ_E_ZERO_LEN, 8);
+	tq_teardown(&q);
+}
+
+static void zero_len_in_table(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 32, 16), a = tbuf(&q, 8);
+
+	put_table(&q, t, 0, a, 8, 0);
+	put_table(&q, t, 1, a, 0, WRITE);
+	one_desc(&q, t, 32, INDIRECT, 0);
+	expect_pop_fails(&q, UVN_VQ_E_ZERO_LEN, 8);
+	tq_teardown(&q);
+}
+
+static void iov_too_small(void **state)
+{
+	struct pkdrv d = { 0, true };
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED, TQ_DEV);
+	uint64_t a = tbuf(&q, 8);
+	const struct tdesc ds[3] = { { a, 8, 0 }, { a, 8, 0 }, { a, 8, WRITE } };
+
+	pk_chain(&q, &d, ds, 3, 0);
+	expect_pop_fails(&q, UVN_VQ_E_IOV_FULL, 2);
+	tq_teardown(&q);
+}
+
+/* Not made available (wrong AVAIL/USED bits): nothing to pop, no error. */
+static void not_available(void **state)
+{
+	struct uvn_vq_chain ch;
+	struct iovec iov[2];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED, TQ_DEV);
+	pq_desc(&q, 0)->addr = htole64(tbuf(&q, 8));
+	pq_desc(&q, 0)->len = htole32(8);
+	pq_desc(&q, 0)->flags = htole16(PK_AVAIL | PK_USED);
+	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 2), 0);
+	pq_desc(&q, 0)->flags = htole16(PK_USED);
+	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 2), 0);
+	assert_int_equal(uvn_vq_dev_error(q.dev), 0);
+	tq_teardown(&q);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(bad_id),
+		cmocka_unit_test(loop_around_ring),
+		cmocka_unit_test(chain_of_queue_size),
+		cmocka_unit_test(indirect_len_not_multiple),
+		cmocka_unit_test(indirect_len_zero),
+		cmocka_unit_test(indirect_longer_than_queue),
+		cmocka_unit_test(indirect_unmapped),
+		cmocka_unit_test(indirect_straddles_hole),
+		cmocka_unit_test(indirect_addr_wraps),
+		cmocka_unit_test(indirect_over_two_pieces),
+		cmocka_unit_test(indirect_nested),
+		cmocka_unit_test(indirect_with_next),
+		cmocka_unit_test(indirect_without_feature),
+		cmocka_unit_test(readable_after_writable),
+		cmocka_unit_test(readable_after_writable_in_table),
+		cmocka_unit_test(buffer_unmapped),
+		cmocka_unit_test(buffer_partly_mapped),
+		cmocka_unit_test(buffer_addr_wraps),
+		cmocka_unit_test(chain_len_overflows),
+		cmocka_unit_test(zero_len),
+		cmocka_unit_test(zero_len_in_table),
+		cmocka_unit_test(iov_too_small),
+		cmocka_unit_test(not_available),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

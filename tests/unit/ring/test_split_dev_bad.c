@@ -1,0 +1,494 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Split ring, device half: every malformed chain or index the driver can
+ * write, one test each, each asserting its own error code, its counter, and
+ * that the queue stays broken without touching guest memory again.
+ */
+#include <endian.h>
+#include <string.h>
+
+#include "ring_test.h"
+
+#define NEXT VRING_DESC_F_NEXT
+#define WRITE VRING_DESC_F_WRITE
+#define INDIRECT VRING_DESC_F_INDIRECT
+
+static void check_iov(struct tq *q, const struct iovec *iov, uint64_t gpa, size_t len)
+{
+	assert_ptr_equal(iov->iov_base, tm_ptr(&q->m, gpa));
+	assert_int_equal(iov->iov_len, len);
+}
+
+static void check_chain(const struct uvn_vq_chain *ch, uint16_t id, unsigned nout, unsigned nin,
+			uint32_t out_len, uint32_t in_len)
+{
+	assert_int_equal(ch->id, id);
+	assert_int_equal(ch->nout, nout);
+	assert_int_equal(ch->nin, nin);
+	assert_int_equal(ch->out_len, out_len);
+	assert_int_equal(ch->in_len, in_len);
+}
+
+/* ------------------------------------------------------- malformed rings */
+
+static void bad_head(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, 0, TQ_DEV);
+	sq_set_desc(&q, 0, tbuf(&q, 8), 8, 0, 0);
+	sq_publish(&q, 8);
+	expect_pop_fails(&q, UVN_VQ_E_HEAD_RANGE, 4);
+	tq_teardown(&q);
+}
+
+static void bad_next(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, 0, TQ_DEV);
+	sq_set_desc(&q, 0, tbuf(&q, 8), 8, NEXT, 8);
+	sq_publish(&q, 0);
+	expect_pop_fails(&q, UVN_VQ_E_NEXT_RANGE, 4);
+	tq_teardown(&q);
+}
+
+static void loop_in_chain(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, 0, TQ_DEV);
+	uint64_t a = tbuf(&q, 8);
+
+	sq_set_desc(&q, 3, a, 8, NEXT, 4);
+	sq_set_desc(&q, 4, a, 8, NEXT, 3);
+	sq_publish(&q, 3);
+	expect_pop_fails(&q, UVN_VQ_E_LOOP, 64);
+	tq_teardown(&q);
+}
+
+static void indirect_setup(struct tq *q, uint64_t addr, uint32_t len, uint16_t flags)
+{
+	sq_set_desc(q, 0, addr, len, flags, 1);
+	sq_publish(q, 0);
+}
+
+static void indirect_len_not_multiple(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_INDIRECT, TQ_DEV);
+	indirect_setup(&q, tbuf(&q, 64), 24, INDIRECT);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_LEN, 8);
+	tq_teardown(&q);
+}
+
+static void indirect_len_zero(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_INDIRECT, TQ_DEV);
+	indirect_setup(&q, tbuf(&q, 64), 0, INDIRECT);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_LEN, 8);
+	tq_teardown(&q);
+}
+
+static void indirect_longer_than_queue(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_INDIRECT, TQ_DEV);
+	indirect_setup(&q, tbuf(&q, 9 * 16), 9 * 16, INDIRECT);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_LEN, 16);
+	tq_teardown(&q);
+}
+
+/* A table of exactly the queue size is fine. */
+static void indirect_of_queue_size(void **state)
+{
+	struct uvn_vq_chain ch;
+	struct iovec iov[8];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_INDIRECT, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 8 * 16, 16), a = tbuf(&q, 8);
+
+	for (unsigned i = 0; i < 8; i++)
+		it_set(&q, t, i, a, 1, i < 7 ? NEXT : 0, (uint16_t)(i + 1));
+	indirect_setup(&q, t, 8 * 16, INDIRECT);
+	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 8), 1);
+	check_chain(&ch, 0, 8, 0, 8, 0);
+	tq_teardown(&q);
+}
+
+static void indirect_unmapped(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_INDIRECT, TQ_DEV);
+	indirect_setup(&q, 0x1000, 32, INDIRECT);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_MAP, 8);
+	tq_teardown(&q);
+}
+
+/* The table's last entry runs into a hole (CVE-2018-1059's shape). */
+static void indirect_straddles_hole(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_INDIRECT, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 64, 16), a = tbuf(&q, 8);
+
+	it_set(&q, t, 0, a, 8, NEXT, 1);
+	it_set(&q, t, 1, a, 8, NEXT, 2);
+	tm_map(&q.m, t + 40, 4096, NULL);
+	indirect_setup(&q, t, 48, INDIRECT);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_MAP, 8);
+	tq_teardown(&q);
+}
+
+static void indirect_addr_wraps(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_INDIRECT, TQ_DEV);
+	tm_map(&q.m, 0, 4096, q.m.base);
+	tm_map(&q.m, UINT64_MAX - 4095, 4096, q.m.base + 4096);
+	indirect_setup(&q, UINT64_MAX - 15, 32, INDIRECT);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_MAP, 8);
+	tq_teardown(&q);
+}
+
+/* A table over two mapping pieces is read piecewise, entry 1 straddling. */
+static void indirect_over_two_pieces(void **state)
+{
+	struct uvn_vq_chain ch;
+	struct iovec iov[8];
+	uint8_t img[48];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_INDIRECT, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 48, 16), other = tm_alloc(&q.m, 4096, 64);
+	uint64_t a = tbuf(&q, 10), b = tbuf(&q, 20), c = tbuf(&q, 30);
+	struct vring_desc *e = (struct vring_desc *)img;
+
+	e[0] = (struct vring_desc){ htole64(a), htole32(10), htole16(NEXT), htole16(1) };
+	e[1] = (struct vring_desc){ htole64(b), htole32(20), htole16(NEXT | WRITE), htole16(2) };
+	e[2] = (struct vring_desc){ htole64(c), htole32(30), htole16(WRITE), htole16(0) };
+	memcpy(tm_ptr(&q.m, t), img, 24);
+	memset((uint8_t *)tm_ptr(&q.m, t) + 24, 0xff, 24); /* not what the device must see */
+	memcpy(tm_ptr(&q.m, other), img + 24, 24);
+	tm_map(&q.m, t + 24, 4096, tm_ptr(&q.m, other));
+	indirect_setup(&q, t, 48, INDIRECT);
+	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 8), 1);
+	check_chain(&ch, 0, 1, 2, 10, 50);
+	check_iov(&q, &iov[0], a, 10);
+	check_iov(&q, &iov[1], b, 20);
+	check_iov(&q, &iov[2], c, 30);
+	tq_teardown(&q);
+}
+
+/* A table that is not 8-byte aligned is still read correctly. */
+static void indirect_unaligned(void **state)
+{
+	struct uvn_vq_chain ch;
+	struct iovec iov[8];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_INDIRECT, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 64, 16) + 3, a = tbuf(&q, 10), b = tbuf(&q, 20);
+	struct vring_desc e[2] = {
+		{ htole64(a), htole32(10), htole16(NEXT), htole16(1) },
+		{ htole64(b), htole32(20), htole16(WRITE), htole16(0) },
+	};
+
+	memcpy(tm_ptr(&q.m, t), e, sizeof(e));
+	indirect_setup(&q, t, 32, INDIRECT);
+	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 8), 1);
+	check_chain(&ch, 0, 1, 1, 10, 20);
+	check_iov(&q, &iov[1], b, 20);
+	tq_teardown(&q);
+}
+
+static void indirect_nested(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_INDIRECT, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 32, 16), t2 = tm_alloc(&q.m, 16, 16), a = tbuf(&q, 8);
+
+	it_set(&q, t2, 0, a, 8, 0, 0);
+	it_set(&q, t, 0, a, 8, NEXT, 1);
+	it_set(&q, t, 1, t2, 16, INDIRECT, 0);
+	indirect_setup(&q, t, 32, INDIRECT);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_NESTED, 8);
+	tq_teardown(&q);
+}
+
+static void indirect_with_next(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_INDIRECT, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 16, 16), a = tbuf(&q, 8);
+
+	it_set(&q, t, 0, a, 8, 0, 0);
+	sq_set_desc(&q, 1, a, 8, 0, 0);
+	indirect_setup(&q, t, 16, INDIRECT | NEXT);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_NEXT, 8);
+	tq_teardown(&q);
+}
+
+static void indirect_without_feature(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, 0, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 16, 16);
+
+	it_set(&q, t, 0, tbuf(&q, 8), 8, 0, 0);
+	indirect_setup(&q, t, 16, INDIRECT);
+	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_FEATURE, 8);
+	tq_teardown(&q);
+}
+
+static void readable_after_writable(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, 0, TQ_DEV);
+	uint64_t a = tbuf(&q, 8);
+
+	sq_set_desc(&q, 0, a, 8, WRITE | NEXT, 1);
+	sq_set_desc(&q, 1, a, 8, 0, 0);
+	sq_publish(&q, 0);
+	expect_pop_fails(&q, UVN_VQ_E_WRITE_ORDER, 8);
+	tq_teardown(&q);
+}
+
+static void readable_after_writable_indirect(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_INDIRECT, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 16, 16), a = tbuf(&q, 8);
+
+	it_set(&q, t, 0, a, 8, 0, 0);
+	sq_set_desc(&q, 0, a, 8, WRITE | NEXT, 1);
+	sq_set_desc(&q, 1, t, 16, INDIRECT, 0);
+	sq_publish(&q, 0);
+	expect_pop_fails(&q, UVN_VQ_E_WRITE_ORDER, 8);
+	tq_teardown(&q);
+}
+
+static void readable_after_writable_in_table(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_INDIRECT, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 32, 16), a = tbuf(&q, 8);
+
+	it_set(&q, t, 0, a, 8, WRITE | NEXT, 1);
+	it_set(&q, t, 1, a, 8, 0, 0);
+	indirect_setup(&q, t, 32, INDIRECT);
+	expect_pop_fails(&q, UVN_VQ_E_WRITE_ORDER, 8);
+	tq_teardown(&q);
+}
+
+static void buffer_unmapped(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, 0, TQ_DEV);
+	sq_set_desc(&q, 0, 0x1000, 8, 0, 0);
+	sq_publish(&q, 0);
+	expect_pop_fails(&q, UVN_VQ_E_UNMAPPED, 8);
+	tq_teardown(&q);
+}
+
+static void buffer_partly_mapped(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, 0, TQ_DEV);
+	sq_set_desc(&q, 0, TM_GPA + q.m.size - 10, 20, WRITE, 0);
+	sq_publish(&q, 0);
+	expect_pop_fails(&q, UVN_VQ_E_UNMAPPED, 8);
+	tq_teardown(&q);
+}
+
+/* addr + len past 2^64 must not wrap into low memory, mapped or not. */
+static void buffer_addr_wraps(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, 0, TQ_DEV);
+	tm_map(&q.m, 0, 4096, q.m.base);
+	tm_map(&q.m, UINT64_MAX - 4095, 4096, q.m.base + 4096);
+	sq_set_desc(&q, 0, UINT64_MAX - 15, 32, 0, 0);
+	sq_publish(&q, 0);
+	expect_pop_fails(&q, UVN_VQ_E_UNMAPPED, 8);
+	tq_teardown(&q);
+}
+
+/* Two 2 GiB descriptors: 2^32 bytes in total. The big region is never
+ * dereferenced by the walker, so it aliases the small block. */
+static void chain_len_overflows(void **state)
+{
+	const uint64_t big = 1ull << 40;
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, 0, TQ_DEV);
+	tm_map(&q.m, big, 1ull << 33, q.m.base);
+	sq_set_desc(&q, 0, big, 0x80000000u, NEXT, 1);
+	sq_set_desc(&q, 1, big + 0x80000000u, 0x80000000u, WRITE, 0);
+	sq_publish(&q, 0);
+	expect_pop_fails(&q, UVN_VQ_E_LEN_OVERFLOW, 8);
+	tq_teardown(&q);
+}
+
+static void zero_len(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, 0, TQ_DEV);
+	uint64_t a = tbuf(&q, 8);
+
+	sq_set_desc(&q, 0, a, 8, NEXT, 1);
+	sq_set_desc(&q, 1, a, 0, WRITE, 0);
+	sq_publish(&q, 0);
+	expect_pop_fails(&q, UVN_VQ_E_ZERO_LEN, 8);
+	tq_teardown(&q);
+}
+
+static void zero_len_in_table(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_INDIRECT, TQ_DEV);
+	uint64_t t = tm_alloc(&q.m, 16, 16);
+
+	it_set(&q, t, 0, tbuf(&q, 8), 0, 0, 0);
+	indirect_setup(&q, t, 16, INDIRECT);
+	expect_pop_fails(&q, UVN_VQ_E_ZERO_LEN, 8);
+	tq_teardown(&q);
+}
+
+static void avail_idx_jumps(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, 0, TQ_DEV);
+	sq_avail(&q)->idx = htole16(9);
+	assert_int_equal(uvn_vq_dev_avail(q.dev), -UVN_VQ_E_AVAIL_IDX);
+	expect_dev_broken(&q, UVN_VQ_E_AVAIL_IDX);
+	tq_teardown(&q);
+}
+
+/* Exactly num entries ahead is fine; from a non-zero start too. */
+static void avail_idx_full_ring(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, 0, TQ_DEV);
+	sq_avail(&q)->idx = htole16((uint16_t)(65535 + 8));
+	tq_dev_create(&q, 65535, false, 65535, false);
+	assert_int_equal(uvn_vq_dev_avail(q.dev), 8);
+	sq_avail(&q)->idx = htole16((uint16_t)(65535 + 9));
+	assert_int_equal(uvn_vq_dev_avail(q.dev), -UVN_VQ_E_AVAIL_IDX);
+	expect_dev_broken(&q, UVN_VQ_E_AVAIL_IDX);
+	tq_teardown(&q);
+}
+
+static void iov_too_small(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, 0, TQ_DEV);
+	uint64_t a = tbuf(&q, 8);
+
+	sq_set_desc(&q, 0, a, 8, NEXT, 1);
+	sq_set_desc(&q, 1, a, 8, NEXT, 2);
+	sq_set_desc(&q, 2, a, 8, WRITE, 0);
+	sq_publish(&q, 0);
+	expect_pop_fails(&q, UVN_VQ_E_IOV_FULL, 2);
+	tq_teardown(&q);
+}
+
+static void iov_too_small_for_pieces(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, 0, TQ_DEV);
+	uint64_t a = tbuf(&q, 100);
+
+	tm_map(&q.m, a + 50, 4096, tm_ptr(&q.m, tbuf(&q, 4096)));
+	sq_set_desc(&q, 0, a, 100, 0, 0);
+	sq_publish(&q, 0);
+	expect_pop_fails(&q, UVN_VQ_E_IOV_FULL, 1);
+	tq_teardown(&q);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(bad_head),
+		cmocka_unit_test(bad_next),
+		cmocka_unit_test(loop_in_chain),
+		cmocka_unit_test(indirect_len_not_multiple),
+		cmocka_unit_test(indirect_len_zero),
+		cmocka_unit_test(indirect_longer_than_queue),
+		cmocka_unit_test(indirect_of_queue_size),
+		cmocka_unit_test(indirect_unmapped),
+		cmocka_unit_test(indirect_straddles_hole),
+		cmocka_unit_test(indirect_addr_wraps),
+		cmocka_unit_test(indirect_over_two_pieces),
+		cmocka_unit_test(indirect_unaligned),
+		cmocka_unit_test(indirect_nested),
+		cmocka_unit_test(indirect_with_next),
+		cmocka_unit_test(indirect_without_feature),
+		cmocka_unit_test(readable_after_writable),
+		cmocka_unit_test(readable_after_writable_indirect),
+		cmocka_unit_test(readable_after_writable_in_table),
+		cmocka_unit_test(buffer_unmapped),
+		cmocka_unit_test(buffer_partly_mapped),
+		cmocka_unit_test(buffer_addr_wraps),
+		cmocka_unit_test(chain_len_overflows),
+		cmocka_unit_test(zero_len),
+		cmocka_unit_test(zero_len_in_table),
+		cmocka_unit_test(avail_idx_jumps),
+		cmocka_unit_test(avail_idx_full_ring),
+		cmocka_unit_test(iov_too_small),
+		cmocka_unit_test(iov_too_small_for_pieces),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
