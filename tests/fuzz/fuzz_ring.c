@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The chain-walker fuzz harness: builds guest memory (mapped pieces and
+ * holes) and a ring from the input, runs the device half over it for a few
+ * rounds and checks, for every chain popped, that its iovecs lie wholly
+ * inside one mapped piece and add up to its lengths, and for every error,
+ * that it is counted once and leaves the queue broken without further
+ * reads. Optionally the translate callback rewrites shared memory while the
+ * walker runs, as a hostile driver would.
+ */
+#include <endian.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include <linux/virtio_config.h>
+#include <linux/virtio_ring.h>
+#include <uvnet/virtqueue.h>
+
+#include "fuzz_ring.h"
+
+#define CHECK(c)                                                                            \
+	do {                                                                                \
+		if (!(c)) {                                                                 \
+			fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__,     \
+				__LINE__);                                                  \
+			abort();                                                            \
+		}                                                                           \
+	} while (0)
+
+#define IOV_MAX_FZ 256
+#define PK_AVAIL (1u << VRING_PACKED_DESC_F_AVAIL)
+#define PK_USED (1u << VRING_PACKED_DESC_F_USED)
+
+struct piece {
+	uint64_t gpa, len;
+	uint8_t *host;
+};
+
+struct fz {
+	bool packed;
+	unsigned num;
+	struct piece pc[FZ_MAX_PIECES + 2];
+	unsigned npc;
+	uint8_t *ring;
+	size_t ring_size;
+	struct uvn_vq_layout lay;
+	const uint8_t *script;
+	size_t script_len, script_pos;
+	bool toctou;
+	unsigned xlate_calls;
+};
+
+static uint8_t take8(struct fz *f)
+{
+	return f->script_pos < f->script_len ? f->script[f->script_pos++] : 0;
+}
+
+/* A hostile driver: rewrite one byte of the ring or of guest memory. */
+static void mutate(struct fz *f)
+{
+	uint16_t where;
+	uint8_t v;
+
+	if (f->script_pos + 3 > f->script_len)
+		return;
+	where = (uint16_t)(take8(f) | take8(f) << 8);
+	v = take8(f);
+	if (!(where & 0x8000)) {
+		f->ring[where % f->ring_size] = v;
+		return;
+	}
+	uint64_t off = where & 0x7fff, total = 0;
+
+	for (unsigned i = 0; i < f->npc; i++)
+		total += f->pc[i].len;
+	off %= total;
+	for (unsigned i = 0; i < f->npc; i++) {
+		if (off < f->pc[i].len) {
+			f->pc[i].host[off] = v;
+			return;
+		}
+		off -= f->pc[i].len;
+	}
+}
+
+static void *fz_xlate(void *ctx, uint64_t addr, uint64_t *len)
+{
+	struct fz *f = ctx;
+
+	/* The walker never asks for a range that wraps the address space. */
+	CHECK(*len > 0 && addr + (*len - 1) >= addr);
+	f->xlate_calls++;
+	if (f->toctou)
+		mutate(f);
+	for (unsigned i = 0; i < f->npc; i++) {
+		const struct piece *p = &f->pc[i];
+
+		if (addr - p->gpa < p->len) {
+			uint64_t n = p->len - (addr - p->gpa);
+
+			if (*len > n)
+				*len = n;
+			return p->host + (addr - p->gpa);
+		}
+	}
+	return NULL;
+}
+
+static bool add_piece(struct fz *f, uint64_t gpa, uint64_t len)
+{
+	struct piece *p = &f->pc[f->npc];
+
+	p->host = calloc(1, len);
+	if (!p->host)
+		return false;
+	p->gpa = gpa;
+	p->len = len;
+	f->npc++;
+	return true;
+}
+
+/* The pieces of guest memory, from *@d. */
+static bool setup_pieces(struct fz *f, const struct fz_hdr *h, const uint8_t **d, size_t *n)
+{
+	uint64_t gpa = FZ_GPA_BASE;
+	unsigned np = h->npieces % (FZ_MAX_PIECES + 1);
+
+	for (unsigned i = 0; i < np && *n >= 3; i++) {
+		uint64_t len = (uint64_t)((*d)[0] | (*d)[1] << 8) % FZ_MAX_PIECE_LEN + 1;
+		uint8_t kind = (*d)[2];
+
+		*d += 3;
+		*n -= 3;
+		if ((kind & FZ_PIECE_MAPPED) && !add_piece(f, gpa, len))
+			return false;
+		gpa += len;
+	}
+	if (!f->npc && !add_piece(f, FZ_GPA_BASE, 4096))
+		return false;
+	if (h->flags & FZ_F_EDGES) {
+		/* The first and last pages: addr + len must not wrap into page 0. */
+		if (!add_piece(f, 0, 4096) || !add_piece(f, UINT64_MAX - 4095, 4096))
+			return false;
+	}
+	return true;
+}
+
+/* The memory blob covers the pieces' guest-physical range in order. */
+static void fill_memory(struct fz *f, const struct fz_hdr *h, const uint8_t **d, size_t *n)
+{
+	size_t mlen = h->mem_len < *n ? h->mem_len : *n;
+
+	for (unsigned i = 0; i < f->npc; i++) {
+		uint64_t off = f->pc[i].gpa - FZ_GPA_BASE;
+
+		if (f->pc[i].gpa >= FZ_GPA_BASE && off < mlen)
+			memcpy(f->pc[i].host, *d + off,
+			       mlen - off < f->pc[i].len ? mlen - off : f->pc[i].len);
+	}
+	*d += mlen;
+	*n -= mlen;
+}
+
+static bool setup_ring(struct fz *f, const struct fz_hdr *h, const uint8_t **d, size_t *n)
+{
+	void *ring;
+	size_t rlen = h->ring_len < *n ? h->ring_len : *n;
+
+	f->num = f->packed ? (h->qsize & 0x7fffu) + 1 : 1u << (h->qsize & 15);
+	if (uvn_vq_layout(f->packed, f->num, &f->lay))
+		return false;
+	if (posix_memalign(&ring, 64, f->lay.size))
+		return false;
+	f->ring = ring;
+	f->ring_size = f->lay.size;
+	memset(f->ring, 0, f->ring_size);
+	memcpy(f->ring, *d, rlen < f->ring_size ? rlen : f->ring_size);
+	*d += rlen;
+	*n -= rlen;
+	if (f->packed) {
+		struct vring_packed_desc_event *e = (void *)(f->ring + f->lay.driver);
+
+		e->flags = htole16(h->drv_flags);
+		e->off_wrap = htole16(h->drv_event);
+	} else {
+		struct vring_avail *a = (void *)(f->ring + f->lay.driver);
+
+		a->flags = htole16(h->drv_flags);
+		a->idx = htole16(h->avail_idx);
+		a->ring[f->num] = htole16(h->drv_event);
+	}
+	return true;
+}
+
+static struct uvn_vq_dev *create_dev(struct fz *f, const struct fz_hdr *h)
+{
+	struct uvn_vq_dev_cfg cfg = {
+		.num = f->num,
+		.features = (f->packed ? 1ULL << VIRTIO_F_RING_PACKED : 0) |
+			    (h->flags & FZ_F_INDIRECT ? 1ULL << VIRTIO_RING_F_INDIRECT_DESC : 0) |
+			    (h->flags & FZ_F_IN_ORDER ? 1ULL << VIRTIO_F_IN_ORDER : 0) |
+			    (h->flags & FZ_F_EVENT_IDX ? 1ULL << VIRTIO_RING_F_EVENT_IDX : 0),
+		.desc = f->ring + f->lay.desc,
+		.driver = f->ring + f->lay.driver,
+		.device = f->ring + f->lay.device,
+		.xlate = fz_xlate,
+		.xlate_ctx = f,
+		.avail_idx = f->packed ? (uint16_t)(h->avail_start % f->num) : h->avail_start,
+		.avail_wrap = h->avail_idx & 1,
+		.used_idx = f->packed ? (uint16_t)(h->used_start % f->num) : h->used_start,
+		.used_wrap = h->avail_idx & 2,
+	};
+	struct uvn_vq_dev *vq;
+
+	CHECK(uvn_vq_dev_create(&cfg, &vq) == 0);
+	if (h->flags & FZ_F_BATCH)
+		uvn_vq_dev_set_batch_used(vq, true);
+	return vq;
+}
+
+static bool in_piece(const struct fz *f, const struct iovec *v)
+{
+	const uint8_t *b = v->iov_base;
+
+	for (unsigned i = 0; i < f->npc; i++) {
+		const struct piece *p = &f->pc[i];
+
+		if (b >= p->host && b < p->host + p->len)
+			return v->iov_len <= (size_t)(p->host + p->len - b);
+	}
+	return false;
+}
+
+/* Every popped chain: iovecs in mapped memory, lengths adding up. */
+static void check_chain(struct fz *f, const struct uvn_vq_chain *ch, const struct iovec *iov,
+			unsigned iov_max)
+{
+	uint64_t out = 0, in = 0;
+	unsigned n = ch->nout + ch->nin;
+
+	CHECK(n >= 1 && n <= iov_max);
+	CHECK(ch->id < f->num);
+	CHECK(ch->ndesc >= 1 && ch->ndesc <= f->num);
+	for (unsigned k = 0; k < n; k++) {
+		CHECK(iov[k].iov_len > 0);
+		CHECK(in_piece(f, &iov[k]));
+		if (k < ch->nout)
+			out += iov[k].iov_len;
+		else
+			in += iov[k].iov_len;
+	}
+	CHECK(out == ch->out_len && in == ch->in_len);
+	CHECK(out + in <= UINT32_MAX);
+}
+
+/* Use the buffers as a device would: read the readable part, write the
+ * writable part. */
+static uint32_t use_chain(const struct uvn_vq_chain *ch, const struct iovec *iov)
+{
+	volatile uint8_t sink = 0;
+
+	for (unsigned k = 0; k < ch->nout; k++) {
+		const uint8_t *p = iov[k].iov_base;
+
+		sink ^= p[0] ^ p[iov[k].iov_len - 1];
+	}
+	for (unsigned k = ch->nout; k < ch->nout + ch->nin; k++)
+		memset(iov[k].iov_base, 0xab, iov[k].iov_len);
+	(void)sink;
+	return ch->in_len;
+}
+
+/* An error: counted once, and the queue stays broken without reads. */
+static void check_broken(struct fz *f, struct uvn_vq_dev *vq, int err, unsigned iov_max,
+			 struct iovec *iov)
+{
+	const struct uvn_vq_stats *st = uvn_vq_dev_stats(vq);
+	struct uvn_vq_chain ch;
+	uint64_t sum = 0;
+	unsigned calls;
+
+	CHECK(err < 0 && -err < UVN_VQ_E_INVAL);
+	CHECK(uvn_vq_dev_error(vq) == err);
+	for (int k = 0; k < UVN_VQ_E__COUNT; k++)
+		sum += st->err[k];
+	CHECK(sum == 1 && st->err[-err] == 1);
+	f->toctou = false;
+	calls = f->xlate_calls;
+	CHECK(uvn_vq_dev_pop(vq, &ch, iov, iov_max) == err);
+	CHECK(uvn_vq_dev_avail(vq) == err);
+	CHECK(!uvn_vq_dev_flush(vq));
+	CHECK(f->xlate_calls == calls);
+	CHECK(st->err[-err] == 1);
+}
+
+static bool same_chain(const struct uvn_vq_chain *a, const struct iovec *ia,
+		       const struct uvn_vq_chain *b, const struct iovec *ib)
+{
+	if (memcmp(a, b, sizeof(*a)))
+		return false;
+	for (unsigned k = 0; k < a->nout + a->nin; k++) {
+		if (ia[k].iov_base != ib[k].iov_base || ia[k].iov_len != ib[k].iov_len)
+			return false;
+	}
+	return true;
+}
+
+/* The device's avail position moves by exactly the chain popped. */
+static void check_advance(const struct fz *f, uint16_t before, uint16_t after,
+			  const struct uvn_vq_chain *ch)
+{
+	if (!f->packed) {
+		CHECK(after == (uint16_t)(before + 1));
+		return;
+	}
+	unsigned pos = (before & 0x7fff) + ch->ndesc;
+	bool wrap = before >> 15;
+
+	if (pos >= f->num) {
+		pos -= f->num;
+		wrap = !wrap;
+	}
+	CHECK(after == (pos | (unsigned)wrap << 15));
+}
+
+/* One pop, checked. @return 1 popped, 0 none, -1 the queue broke. */
+static int pop_one(struct fz *f, struct uvn_vq_dev *vq, const struct fz_hdr *h,
+		   struct iovec *iov)
+{
+	static struct iovec iov2[IOV_MAX_FZ];
+	uint16_t before = uvn_vq_dev_avail_state(vq);
+	struct uvn_vq_chain ch, ch2;
+	int ret = uvn_vq_dev_pop(vq, &ch, iov, h->iov_max);
+
+	if (ret < 0) {
+		check_broken(f, vq, ret, h->iov_max, iov);
+		return -1;
+	}
+	CHECK(ret == 0 || ret == 1);
+	if (!ret)
+		return 0;
+	check_chain(f, &ch, iov, h->iov_max);
+	check_advance(f, before, uvn_vq_dev_avail_state(vq), &ch);
+	if ((h->flags & FZ_F_UNPOP) && !f->toctou) {
+		uvn_vq_dev_unpop(vq, &ch);
+		CHECK(uvn_vq_dev_avail_state(vq) == before);
+		CHECK(uvn_vq_dev_pop(vq, &ch2, iov2, h->iov_max) == 1);
+		CHECK(same_chain(&ch, iov, &ch2, iov2));
+	}
+	uvn_vq_dev_push(vq, &ch, use_chain(&ch, iov));
+	return 1;
+}
+
+/* Later rounds: the driver makes more available (split: moves avail->idx;
+ * packed: re-marks descriptors from the device's position available). */
+static void driver_round(struct fz *f, struct uvn_vq_dev *vq)
+{
+	uint8_t delta = take8(f);
+
+	if (!f->packed) {
+		struct vring_avail *a = (void *)(f->ring + f->lay.driver);
+
+		a->idx = htole16((uint16_t)(le16toh(a->idx) + delta % (f->num + 2)));
+		return;
+	}
+	uint16_t st = uvn_vq_dev_avail_state(vq);
+	unsigned pos = st & 0x7fff;
+	bool wrap = st >> 15;
+
+	for (unsigned k = 0; k < delta % (f->num + 1); k++) {
+		struct vring_packed_desc *d = (void *)(f->ring + f->lay.desc + 16 * pos);
+		uint16_t fl = le16toh(d->flags) & ~(PK_AVAIL | PK_USED);
+
+		d->flags = htole16((uint16_t)(fl | (wrap ? PK_AVAIL : PK_USED)));
+		if (++pos == f->num) {
+			pos = 0;
+			wrap = !wrap;
+		}
+	}
+}
+
+/* FZ_VERBOSE=1: say what each input did (to check seeds). */
+static bool verbose(void)
+{
+	static int v = -1;
+
+	if (v < 0)
+		v = getenv("FZ_VERBOSE") != NULL;
+	return v;
+}
+
+static void run(struct fz *f, const struct fz_hdr *h)
+{
+	static struct iovec iov[IOV_MAX_FZ];
+	struct uvn_vq_dev *vq = create_dev(f, h);
+	unsigned rounds = 1 + h->rounds % 8;
+	uint64_t popped = 0;
+
+	for (unsigned r = 0; r < rounds; r++) {
+		int ret = 0;
+
+		if (r)
+			driver_round(f, vq);
+		for (unsigned i = 0; i < 64; i++) {
+			ret = pop_one(f, vq, h, iov);
+			if (ret <= 0)
+				break;
+			popped++;
+			if (take8(f) & 1)
+				uvn_vq_dev_flush(vq);
+		}
+		if (ret < 0) {
+			if (verbose())
+				fprintf(stderr, "round %u: %s after %llu chains\n", r,
+					uvn_vq_strerror(uvn_vq_dev_error(vq)),
+					(unsigned long long)popped);
+			break;
+		}
+		if (verbose())
+			fprintf(stderr, "round %u: %llu chains\n", r, (unsigned long long)popped);
+		uvn_vq_dev_flush(vq);
+		CHECK(uvn_vq_dev_stats(vq)->bufs == popped);
+		CHECK(uvn_vq_dev_stats(vq)->used == popped);
+		if (r & 1)
+			uvn_vq_dev_disable_notify(vq);
+		else
+			(void)uvn_vq_dev_enable_notify(vq);
+	}
+	uvn_vq_dev_destroy(vq);
+}
+
+int fz_run(const uint8_t *data, size_t size, bool packed)
+{
+	struct fz f = { .packed = packed };
+	struct fz_hdr h;
+
+	if (size < FZ_HDR_SIZE)
+		return 0;
+	fz_hdr_get(&h, data);
+	data += FZ_HDR_SIZE;
+	size -= FZ_HDR_SIZE;
+	if (setup_pieces(&f, &h, &data, &size) && setup_ring(&f, &h, &data, &size)) {
+		fill_memory(&f, &h, &data, &size);
+		f.script = data;
+		f.script_len = size;
+		f.toctou = h.flags & FZ_F_TOCTOU;
+		run(&f, &h);
+	}
+	for (unsigned i = 0; i < f.npc; i++)
+		free(f.pc[i].host);
+	free(f.ring);
+	return 0;
+}
