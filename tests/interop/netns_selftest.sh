@@ -25,6 +25,7 @@ uvn_check "TAP exists inside $A" ip -n "$A" link show uvntap0
 uvn_check "TAP is not in the root namespace" bash -c '! ip link show uvntap0 2>/dev/null'
 uvn_check "veth ends are not in the root namespace" bash -c '! ip link show uvnva 2>/dev/null && ! ip link show uvnvb 2>/dev/null'
 
+sleeper=
 netns_spawn sleeper "sleeper" "$UVN_LOG_DIR/sleeper.log" "$B" sleep 600
 uvn_wait_for 5 "sleeper in $B" bash -c "ip netns pids '$B' | grep -qx '$sleeper'"
 netns_destroy "$B"

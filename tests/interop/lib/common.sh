@@ -26,6 +26,7 @@ UVN_TEST=${UVN_TEST:-interop}
 declare -a UVN_CLEANUPS=()   # commands (already shell-quoted), run newest first
 declare -A UVN_PIDS=()       # pid -> description, killed on exit
 declare -a UVN_HELD_FDS=()   # fds this shell holds open (fifo writers); closed in children
+UVN_SIGNALLED=0              # set when a signal ends the test: cleanup skips graceful steps
 
 # ------------------------------------------------------------------ logging
 uvn_log() { printf '[%s %(%T)T] %s\n' "$UVN_TEST" -1 "$*" >&2; }
@@ -112,7 +113,7 @@ uvn_alive() {
 # nobody writes); falls back to sleep(1) before uvn_test_init
 uvn_sleep() {
 	if [[ -n "${UVN_SLEEP_FD:-}" ]]; then
-		read -r -t "$1" -u "$UVN_SLEEP_FD" _ 2>/dev/null || true
+		read -r -t "$1" -u "$UVN_SLEEP_FD" _ || true
 	else
 		sleep "$1"
 	fi
@@ -147,6 +148,9 @@ uvn__on_exit() {
 	local rc=$? i pid
 	set +e
 	trap - EXIT INT TERM HUP
+	# a signal may arrive while a command with redirections runs (e.g.
+	# "wait $pid 2>/dev/null"): the cleanup must log to the real stdout/stderr
+	[[ -n "${UVN_STDOUT_FD:-}" ]] && exec 1>&"$UVN_STDOUT_FD" 2>&"$UVN_STDERR_FD"
 	for ((i = ${#UVN_CLEANUPS[@]} - 1; i >= 0; i--)); do
 		eval "${UVN_CLEANUPS[$i]}" || uvn_log "cleanup failed: ${UVN_CLEANUPS[$i]}"
 	done
@@ -164,6 +168,25 @@ uvn__on_exit() {
 	exit "$rc"
 }
 
+uvn__on_signal() {
+	UVN_SIGNALLED=1
+	exec 1>&"$UVN_STDOUT_FD" 2>&"$UVN_STDERR_FD"
+	uvn_log "$1"
+	exit "$2"
+}
+
+# uvn__sweep_run_dirs  - remove runtime dirs of harness runs that died
+# without cleaning up (SIGKILL): /tmp/uvn<pid>-<test>.XXXXXX, pid gone
+uvn__sweep_run_dirs() {
+	local d pid
+	for d in /tmp/uvn[0-9]*-*.??????; do
+		[[ -d "$d" && "${d##*/}" =~ ^uvn([0-9]+)- ]] || continue
+		pid=${BASH_REMATCH[1]}
+		kill -0 "$pid" 2>/dev/null || rm -rf "$d"
+	done
+	return 0
+}
+
 # uvn_test_init NAME  - set up a test: traps, $UVN_LOG_DIR, $UVN_RUN
 uvn_test_init() {
 	UVN_TEST=$1
@@ -171,12 +194,16 @@ uvn_test_init() {
 	UVN_LOG_DIR=${UVN_INTEROP_LOGDIR:-/tmp/uvnet-interop-logs}/$UVN_TEST
 	rm -rf "$UVN_LOG_DIR"
 	mkdir -p "$UVN_LOG_DIR"
-	# sockets live in a short path (sun_path is 108 bytes)
-	UVN_RUN=$(mktemp -d "/tmp/uvn-${UVN_TEST:0:20}.XXXXXX")
+	uvn__sweep_run_dirs
+	exec {UVN_STDOUT_FD}>&1 {UVN_STDERR_FD}>&2
+	UVN_HELD_FDS+=("$UVN_STDOUT_FD" "$UVN_STDERR_FD")
+	# sockets live in a short path (sun_path is 108 bytes); the PID in the
+	# name lets a later run remove it if this one is SIGKILLed
+	UVN_RUN=$(mktemp -d "/tmp/uvn$$-${UVN_TEST:0:20}.XXXXXX")
 	trap uvn__on_exit EXIT
-	trap 'uvn_log "interrupted (SIGINT)"; exit 130' INT
-	trap 'uvn_log "terminated (SIGTERM)"; exit 143' TERM
-	trap 'uvn_log "hangup"; exit 129' HUP
+	trap 'uvn__on_signal "interrupted (SIGINT)" 130' INT
+	trap 'uvn__on_signal "terminated (SIGTERM)" 143' TERM
+	trap 'uvn__on_signal "hangup" 129' HUP
 	uvn_hold_fifo UVN_SLEEP_FD "$UVN_RUN/.sleep"
 	uvn_log "logs in $UVN_LOG_DIR, runtime dir $UVN_RUN"
 }

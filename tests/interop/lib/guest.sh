@@ -66,7 +66,7 @@ declare -A GUEST__TOOL_DEBS=([ethtool]="ethtool" [iperf3]="iperf3 libiperf0 libs
 
 GUEST_VMLINUZ=
 GUEST_INITRD=
-declare -A GUEST_PID=() GUEST_DEADLINE=() GUEST_T0=() GUEST_WATCH=() GUEST_SOCKS=()
+declare -A GUEST_PID=() GUEST_DEADLINE=() GUEST_T0=() GUEST_WATCH=()
 GUEST_COUNT=0
 
 # ------------------------------------------------------------------ prepare
@@ -389,8 +389,7 @@ guest_start() {
 	GUEST_T0[$name]=$SECONDS
 	GUEST_DEADLINE[$name]=$((SECONDS + timeout))
 	GUEST_WATCH[$name]=$watch
-	GUEST_SOCKS[$name]="${socks[*]}"
-	uvn_log "guest $name: ${#socks[@]} NIC(s) $(((server)) && echo 'QEMU=server' || echo 'QEMU=client')" \
+	uvn_log "guest $name: ${#socks[@]} NIC(s) $( ((server)) && echo 'QEMU=server' || echo 'QEMU=client')" \
 		"queues=$queues mrg_rxbuf=${mrg:-default} packed=${packed:-default} event_idx=${evidx:-default}" \
 		"indirect=${indirect:-default}, console: $dir/console.log"
 	if [[ "${UVN_GUEST_VERBOSE:-0}" == 1 ]]; then

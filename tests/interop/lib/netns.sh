@@ -29,6 +29,7 @@ netns_create() {
 	local label=${2:-ns}
 	uvn_need_root "network namespaces"
 	command -v ip >/dev/null || uvn_deps iproute2
+	netns__sweep
 	local ns="uvn$$-${label}${#NETNS_LIST[@]}"
 	ip netns add "$ns" || uvn_die "ip netns add $ns failed"
 	NETNS_LIST+=("$ns")
@@ -38,6 +39,20 @@ netns_create() {
 	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 2>/dev/null || true
 	_nsvar=$ns
 	uvn_log "netns $ns created"
+}
+
+# netns__sweep  - delete namespaces left by harness runs that were SIGKILLed
+# (uvn<pid>-*, that pid gone, no process inside)
+netns__sweep() {
+	local ns pid
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+		[[ "$ns" =~ ^uvn([0-9]+)- ]] || continue
+		pid=${BASH_REMATCH[1]}
+		kill -0 "$pid" 2>/dev/null && continue
+		[[ -z "$(ip netns pids "$ns" 2>/dev/null)" ]] || continue
+		ip netns del "$ns" 2>/dev/null && uvn_log "removed stale netns $ns"
+	done
+	return 0
 }
 
 netns_exec() {

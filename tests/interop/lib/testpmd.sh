@@ -119,9 +119,9 @@ testpmd_start() {
 	local -a app=(-i --forward-mode="$fwd" --total-num-mbufs="$mbufs" --rxq="$queues" --txq="$queues" --nb-cores=1)
 	[[ -n "$txpkts" ]] && app+=(--txpkts="$txpkts")
 	[[ -n "$burst" ]] && app+=(--burst="$burst")
-	local -a cmd=(stdbuf -oL -eL "$TESTPMD_BIN" "${eal[@]}" -- "${app[@]}" "${extra[@]}")
-	[[ -n "$netns" ]] && cmd=(ip netns exec "$netns" "${cmd[@]}")
-	printf '# %s\n' "$(printf '%q ' "${cmd[@]}")" >"$log"
+	local -a argv=(stdbuf -oL -eL "$TESTPMD_BIN" "${eal[@]}" -- "${app[@]}" "${extra[@]}")
+	[[ -n "$netns" ]] && argv=(ip netns exec "$netns" "${argv[@]}")
+	printf '# %s\n' "$(printf '%q ' "${argv[@]}")" >"$log"
 
 	local fd rfd pid
 	uvn_hold_fifo fd "$UVN_RUN/testpmd-$name.stdin"
@@ -129,7 +129,7 @@ testpmd_start() {
 	TESTPMD_PREFIX[$name]=$prefix
 	TESTPMD_LOG[$name]=$log
 	uvn_at_exit testpmd_stop "$name"
-	uvn_spawn pid "testpmd $name" "$log" "$UVN_RUN/testpmd-$name.stdin" "${cmd[@]}"
+	uvn_spawn pid "testpmd $name" "$log" "$UVN_RUN/testpmd-$name.stdin" "${argv[@]}"
 	TESTPMD_PID[$name]=$pid
 	exec {rfd}<"$log"
 	UVN_HELD_FDS+=("$rfd")
@@ -162,7 +162,7 @@ testpmd_cmd() {
 	[[ -n "$pid" ]] && uvn_alive "$pid" || uvn_die "testpmd $name is not running (command '$cmd')"
 	while IFS= read -r -u "$rfd" chunk; do :; done   # skip older output
 	tok="uvnsync${BASHPID}x${RANDOM}x${SECONDS}"
-	printf '%s\n%s\n' "$cmd" "$tok" >&"$fd"
+	printf '%s\n%s\n' "$cmd" "$tok" 1>&"$fd"
 	deadline=$((SECONDS + 30))
 	while :; do
 		if IFS= read -r -u "$rfd" chunk; then
@@ -227,11 +227,11 @@ testpmd_stop() {
 	pid=${TESTPMD_PID[$name]:-}
 	fd=${TESTPMD_FD[$name]:-}
 	if [[ -n "$pid" ]]; then
-		if uvn_alive "$pid" && [[ -n "$fd" ]]; then
-			printf 'stop\nquit\n' >&"$fd" 2>/dev/null || true
+		if uvn_alive "$pid" && [[ -n "$fd" ]] && ((!UVN_SIGNALLED)); then
+			printf 'stop\nquit\n' 1>&"$fd" 2>/dev/null || true
 			uvn_wait_for 15 "testpmd $name to quit" testpmd__gone "$pid" || true
 		fi
-		uvn_kill "$pid" 5
+		uvn_kill "$pid" $((UVN_SIGNALLED ? 2 : 5))
 		uvn_log "testpmd $name stopped"
 	fi
 	[[ -n "$fd" ]] && uvn_release_fd "$fd"
