@@ -39,6 +39,7 @@ struct uvn_mem_region {
 	uint8_t *host;        /* our address of gpa */
 	void *map;            /* the mapping to munmap */
 	size_t map_len;
+	unsigned refs;        /* ADD_MEM_REGs of this very region not yet removed */
 };
 
 /* Regions sorted by gpa, never overlapping in guest-physical space. */

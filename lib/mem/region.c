@@ -99,6 +99,7 @@ int uvn_mem_region_map(const struct uvn_mem_region_desc *d, int fd, struct uvn_m
 	out->map = p;
 	out->map_len = (size_t)len;
 	out->host = (uint8_t *)p + delta;
+	out->refs = 1;
 	return 0;
 }
 

@@ -90,11 +90,21 @@ fail:
 
 int vu_h_ADD_MEM_REG(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
 {
+	const struct uvn_vu_region *w = &m->p.mem_reg.region;
 	struct uvn_mem_region r;
 	int fd = uvn_vu_msg_take_fd(m, 0);
 	int ret;
 
 	(void)reply;
+	/* QEMU with several queue pairs sends each region once per pair
+	 * (one vhost device each): the same region again is a reference,
+	 * matched by a REM_MEM_REG per pair later. */
+	ret = uvn_mem_find(b->mem, w->guest_phys_addr, w->userspace_addr, w->memory_size);
+	if (ret >= 0) {
+		close(fd);
+		b->mem->r[ret].refs++;
+		return 0;
+	}
 	ret = map_one(b, &m->p.mem_reg.region, fd, b->mem->n, &r);
 	close(fd);
 	if (ret)
@@ -123,6 +133,10 @@ int vu_h_REM_MEM_REG(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_
 				    "REM_MEM_REG: no region at gpa 0x%llx size 0x%llx",
 				    (unsigned long long)w->guest_phys_addr,
 				    (unsigned long long)w->memory_size);
+	if (b->mem->r[idx].refs > 1) {
+		b->mem->r[idx].refs--;
+		return 0;
+	}
 	vu_pause_all(b);
 	uvn_mem_take(b->mem, (unsigned)idx, &r);
 	commit(b, b->mem);

@@ -279,6 +279,30 @@ static void test_memory_changes(void **state)
 	assert_true(f.dev.ready[0]);
 	assert_true(f.dev.ready[1]);
 	fe_tx(&f, tx, 1, 0x1000, "region back");
+	/* QEMU sends each region once per queue pair: the same region again is
+	 * one more reference (no second mapping, nothing dropped), and it stays
+	 * until as many REM_MEM_REGs came. */
+	maps0 = count_maps();
+	fds0 = count_fds();
+	{
+		int fd = dup(f.memfd);
+
+		assert_int_equal(fe_send(&f, VHOST_USER_ADD_MEM_REG, VHOST_USER_VERSION, &reg,
+					 sizeof(reg), &fd, 1), 0);
+		close(fd);
+	}
+	assert_int_equal(count_maps(), maps0);
+	assert_int_equal(count_fds(), fds0);
+	assert_int_equal(fe_send(&f, VHOST_USER_REM_MEM_REG, VHOST_USER_VERSION, &reg, sizeof(reg),
+				 NULL, 0), 0);
+	assert_true(f.dev.ready[1]);
+	fe_tx(&f, tx, 1, 0x1000, "one reference left");
+	assert_int_equal(fe_send(&f, VHOST_USER_REM_MEM_REG, VHOST_USER_VERSION, &reg, sizeof(reg),
+				 NULL, 0), 0);
+	assert_false(f.dev.ready[1]);
+	assert_int_equal(fe_send(&f, VHOST_USER_ADD_MEM_REG, VHOST_USER_VERSION, &reg, sizeof(reg),
+				 &f.memfd, 1), 0);
+	assert_true(f.dev.ready[1]);
 	/* REM_MEM_REG of something never added: declined, the session lives */
 	set_region(&reg, 0x90000000, 4096, mem2);
 	assert_int_not_equal(fe_ack(&f, VHOST_USER_REM_MEM_REG, &reg, sizeof(reg)), 0);

@@ -447,7 +447,8 @@ static uint8_t ctrl_cmd(struct fixture *fx, uint8_t class, uint8_t cmd, const vo
 
 	buf[0] = class;
 	buf[1] = cmd;
-	memcpy(buf + 2, data, dlen);
+	if (dlen)
+		memcpy(buf + 2, data, dlen);
 	ack = 0xaa;
 	assert_int_equal(uvn_vq_drv_add(fx->rp.drv, sg, 1, 1, buf, 0), 0);
 	uvn_vq_drv_kick_prepare(fx->rp.drv);
