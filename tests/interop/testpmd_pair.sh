@@ -9,18 +9,21 @@
 #      (the receiver starts first and stops last, so nothing may be lost)
 #   3. reverse: vhost txonly -> virtio-user rxonly: virtio-user rx == vhost tx
 #
-# Usage: testpmd_pair.sh [--test-name NAME] [--seconds N] [--vu-args DEVARGS]
+# Usage: testpmd_pair.sh [--test-name NAME] [--seconds N] [--vu-args DEVARGS] [--huge]
 #   --vu-args   extra net_virtio_user devargs, e.g. packed_vq=1,mrg_rxbuf=0
+#   --huge      both sides on hugepages (skips when none are free)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib/testpmd.sh"
 
 name=testpmd_pair secs=2 vuargs=
+declare -a mem=()
 while (($#)); do
 	case $1 in
 	--test-name) name=$2; shift 2 ;;
 	--seconds) secs=$2; shift 2 ;;
 	--vu-args) vuargs=$2; shift 2 ;;
+	--huge) mem=(--huge); shift ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -28,8 +31,8 @@ done
 uvn_test_init "$name"
 testpmd_prepare
 SOCK=$UVN_RUN/vhost.sock
-testpmd_start vh --vhost "$SOCK" --fwd rxonly --cpu 0 --start
-testpmd_start vu --virtio-user "$SOCK${vuargs:+,$vuargs}" --fwd io --cpu 1
+testpmd_start vh --vhost "$SOCK" --fwd rxonly --cpu 0 --start "${mem[@]}"
+testpmd_start vu --virtio-user "$SOCK${vuargs:+,$vuargs}" --fwd io --cpu 1 "${mem[@]}"
 testpmd_wait_link vh 0 30 || uvn_die "virtio-user never connected"
 
 cnt() { testpmd_stat "$1" 0 "$2"; }

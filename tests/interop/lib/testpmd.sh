@@ -14,9 +14,9 @@
 #       --queues N            queue pairs per port (default 1)
 #       --cpu N               run both lcores on CPU N (default 1): --lcores 0@N,1@N
 #       --lcores SPEC         explicit --lcores
-#       --huge                use hugepages (skips the test when none are free);
-#                             default --no-huge with --total-num-mbufs
-#       --mem MB              EAL memory with --no-huge (default 256)
+#       --huge                use 2 MiB hugepages (skips the test when fewer than
+#                             --mem MB are free); default --no-huge
+#       --mem MB              EAL memory (default 256)
 #       --mbufs N             --total-num-mbufs (default 16384)
 #       --txpkts LEN --burst N
 #       --start               start forwarding once it is up
@@ -47,11 +47,20 @@ testpmd_prepare() {
 	uvn_deps dpdk-dev librte-net-vhost23 librte-mempool-ring23 librte-net-virtio23
 	command -v "$TESTPMD_BIN" >/dev/null || uvn_skip "$TESTPMD_BIN not found after installing dpdk-dev"
 	local d pid
-	for d in "$TESTPMD_RUNDIR"/uvn*_*; do
-		[[ -d "$d" ]] || continue
+	for d in "$TESTPMD_RUNDIR"/uvn*_* $(testpmd__huge_files 'uvn*_*'); do
+		[[ -e "$d" ]] || continue
 		pid=${d##*/uvn}
 		pid=${pid%%_*}
 		[[ "$pid" =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2>/dev/null && rm -rf "$d"
+	done
+	return 0
+}
+
+# testpmd__huge_files GLOB  - hugepage files matching GLOB on hugetlbfs mounts
+testpmd__huge_files() {
+	local m f
+	for m in $(awk '$3 == "hugetlbfs" {print $2}' /proc/mounts); do
+		for f in "$m"/$1; do [[ -e "$f" ]] && echo "$f"; done
 	done
 	return 0
 }
@@ -109,9 +118,12 @@ testpmd_start() {
 	if ((huge)); then
 		local free
 		free=$(awk '/HugePages_Free/{print $2}' /proc/meminfo)
-		((free >= 256)) || uvn_skip "testpmd --huge: only ${free:-0} free hugepages (need 256 x 2 MiB)"
+		((free * 2 >= mem)) || uvn_skip "testpmd --huge: only ${free:-0} free 2 MiB hugepages (need $((mem / 2)))"
 		grep -q hugetlbfs /proc/mounts || uvn_skip "testpmd --huge: no hugetlbfs mounted"
-		eal+=(--single-file-segments -m 512)
+		# virtio-user needs one file per memory region (else "Too many memory regions")
+		# (--huge-unlink is incompatible with --single-file-segments: testpmd_stop
+		# removes the <prefix>map_* files, testpmd_prepare those of dead runs)
+		eal+=(--single-file-segments -m "$mem")
 	else
 		eal+=(--no-huge -m "$mem")
 	fi
@@ -236,7 +248,11 @@ testpmd_stop() {
 	fi
 	[[ -n "$fd" ]] && uvn_release_fd "$fd"
 	[[ -n "${TESTPMD_RFD[$name]:-}" ]] && uvn_release_fd "${TESTPMD_RFD[$name]}"
-	[[ -n "${TESTPMD_PREFIX[$name]:-}" ]] && rm -rf "${TESTPMD_RUNDIR:?}/${TESTPMD_PREFIX[$name]}"
+	if [[ -n "${TESTPMD_PREFIX[$name]:-}" ]]; then
+		rm -rf "${TESTPMD_RUNDIR:?}/${TESTPMD_PREFIX[$name]}"
+		# shellcheck disable=SC2046
+		rm -f $(testpmd__huge_files "${TESTPMD_PREFIX[$name]}map_*")
+	fi
 	unset "TESTPMD_PID[$name]" "TESTPMD_FD[$name]" "TESTPMD_RFD[$name]"
 	return 0
 }
