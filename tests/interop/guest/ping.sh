@@ -14,6 +14,4 @@ uvn_result arping.rc=$?
 uvn_ping ping "$PEER" "$COUNT" -I "$UVN_IF0" -i 0.2
 rc=$?
 ip neigh show dev "$UVN_IF0"
-# let the last TX completions land before /init reads the counters
-sleep 0.5
 exit $rc

@@ -34,8 +34,9 @@ elif [ "$IPERF_SECONDS" != 0 ]; then
 	uvn_log "no iperf3 in this initramfs"
 	uvn_result iperf3.tx.rc=missing
 fi
-sleep 0.5
-# NIC 1's counters from inside the namespace (init reports NIC 0's at the end)
+# NIC 1's counters from inside the namespace, once final (init reports
+# NIC 0's at the end)
+uvn_settle "$UVN_NS_PID"
 uvn_counters nic1 "$UVN_IF1" "$UVN_NS_PID"
 uvn_netns_del
 exit $rc

@@ -71,7 +71,8 @@ if [ "$rc" != 0 ]; then
 	dmesg | tail -n 60
 fi
 
-# final counters of the NICs still in this namespace
+# final counters of the NICs still in this namespace, once they stopped moving
+uvn_settle
 i=0
 while [ "$i" -lt "$UVN_NICS" ]; do
 	eval "ifc=\${UVN_IF$i:-}"

@@ -73,6 +73,23 @@ uvn_counters() {
 		"$1.tx_bytes=${11}" "$1.tx_packets=${12}" "$1.tx_errors=${13}" "$1.tx_dropped=${14}"
 }
 
+# uvn_settle [NSPID]  - wait (up to 5 s) until no interface counter changes
+# for 0.3 s, so counters read next are final (TX completions are reaped
+# lazily by virtio_net)
+uvn_settle() {
+	_n=0
+	_prev=
+	while [ "$_n" -lt 16 ]; do
+		if [ -n "${1:-}" ]; then _cur=$(nsenter -t "$1" -n cat /proc/net/dev); else _cur=$(cat /proc/net/dev); fi
+		[ "$_cur" = "$_prev" ] && return 0
+		_prev=$_cur
+		sleep 0.3
+		_n=$((_n + 1))
+	done
+	uvn_log "uvn_settle: counters still moving"
+	return 1
+}
+
 # uvn_ping PREFIX PEER COUNT [PING_ARGS...]  - ping and report
 #   PREFIX.sent= PREFIX.received= PREFIX.rc=
 # Returns ping's exit status (0 when at least one reply came back).
