@@ -3,7 +3,9 @@
 #
 # Reads /uvn/env (written per boot by guest.sh, in the small per-test cpio):
 #   UVN_NICS=N  UVN_MAC<i>=MAC  UVN_IP<i>=ADDR/PREFIX (optional)
-#   UVN_MTU<i>=N (optional)  plus any --env K=V the test passed.
+#   UVN_MTU<i>=N (optional)  plus any --env K=V the test passed;
+# then the kernel command line: uvn.<key>=<value> sets UVN_<KEY> (e.g.
+# uvn.ip0=198.18.0.2/24, uvn.nics=2), overriding the file.
 # Loads the virtio modules, finds NIC i by its MAC and exports UVN_IF<i>,
 # assigns addresses, waits for carrier, runs /uvn/test.sh (if any) with the
 # helpers of /uvn/lib.sh defined, reports counters, prints
@@ -23,6 +25,15 @@ stty -F "$UVN_RES_DEV" raw -echo 2>/dev/null
 echo "UVN_LOG init started, uptime $(uvn_uptime)s"
 UVN_NICS=0
 [ -f /uvn/env ] && . /uvn/env
+# the kernel command line may add or override any of them: uvn.ip0=A/P -> UVN_IP0
+for w in $(cat /proc/cmdline); do
+	case $w in
+	uvn.*=*)
+		k=$(echo "${w%%=*}" | sed 's/^uvn\.//' | tr 'a-z.-' 'A-Z__')
+		export "UVN_$k=${w#*=}"
+		;;
+	esac
+done
 uvn_result boot.uptime="$(uvn_uptime)" boot.kernel="$(uname -r)"
 
 for m in $(cat /lib/modules/boot.list); do uvn_modprobe "$m"; done
