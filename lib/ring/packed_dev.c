@@ -51,47 +51,64 @@ static void read_body(const struct vring_packed_desc *d, struct uvn_desc *out)
 	out->next = id;
 }
 
+/* The general walk from the head descriptor @d (already read) at @pos. */
+static int walk(struct uvn_vq_dev *vq, struct uvn_desc *d, uint16_t *pos, bool *wrap,
+		struct uvn_chain_walk *w, unsigned *steps, uint16_t *id)
+{
+	for (;;) {
+		int ret;
+
+		*id = d->next; /* the buffer id is in the chain's last descriptor */
+		uvn_ring_advance(pos, wrap, vq->num);
+		if (d->flags & VRING_DESC_F_INDIRECT)
+			return uvn_chain_indirect(w, d);
+		ret = uvn_chain_add(w, d);
+		if (UVN_UNLIKELY(ret))
+			return ret;
+		if (!(d->flags & VRING_DESC_F_NEXT))
+			return 0;
+		if (UVN_UNLIKELY((*steps)++ >= vq->num))
+			return UVN_VQ_E_LOOP;
+		read_body(&vq->pk.desc[*pos], d);
+		d->flags = uvn_rd16(&vq->pk.desc[*pos].flags);
+	}
+}
+
 int uvn_packed_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
 		       unsigned iov_max)
 {
 	uint16_t pos = vq->pk.last_avail, id = 0;
 	bool wrap = vq->pk.avail_wrap;
 	struct uvn_chain_walk w;
-	unsigned steps = 0;
+	struct uvn_desc d;
+	unsigned steps = 1;
 	int ret;
 
 	/* Acquire: the head's body and the rest of the chain after its flags. */
-	uint16_t flags = uvn_load_acquire16(&vq->pk.desc[pos].flags);
-
-	if (!is_avail(flags, wrap))
+	d.flags = uvn_load_acquire16(&vq->pk.desc[pos].flags);
+	if (!is_avail(d.flags, wrap))
 		return 0;
-	uvn_chain_begin(&w, vq, iov, iov_max);
-	for (;;) {
-		struct uvn_desc d;
-
-		if (UVN_UNLIKELY(steps++ >= vq->num))
-			return uvn_vq_dev_fail(vq, UVN_VQ_E_LOOP);
-		read_body(&vq->pk.desc[pos], &d);
-		d.flags = steps == 1 ? flags : uvn_rd16(&vq->pk.desc[pos].flags);
-		id = d.next; /* the buffer id is in the chain's last descriptor */
-		uvn_ring_advance(&pos, &wrap, vq->num);
-		if (d.flags & VRING_DESC_F_INDIRECT) {
-			ret = uvn_chain_indirect(&w, &d);
-			if (UVN_UNLIKELY(ret))
-				return uvn_vq_dev_fail(vq, ret);
-			break;
+	read_body(&vq->pk.desc[pos], &d);
+	if (UVN_LIKELY(!(d.flags & (VRING_DESC_F_NEXT | VRING_DESC_F_INDIRECT)))) {
+		ret = uvn_chain_single(vq, &d, iov, iov_max, ch);
+		if (UVN_LIKELY(ret == 0)) {
+			id = d.next;
+			uvn_ring_advance(&pos, &wrap, vq->num);
+			goto done;
 		}
-		ret = uvn_chain_add(&w, &d);
-		if (UVN_UNLIKELY(ret))
+		if (ret > 0)
 			return uvn_vq_dev_fail(vq, ret);
-		if (!(d.flags & VRING_DESC_F_NEXT))
-			break;
 	}
+	uvn_chain_begin(&w, vq, iov, iov_max);
+	ret = walk(vq, &d, &pos, &wrap, &w, &steps, &id);
+	if (UVN_UNLIKELY(ret))
+		return uvn_vq_dev_fail(vq, ret);
+	uvn_chain_end(&w, ch);
+done:
 	/* Ids index the driver's bookkeeping; every known driver keeps them
 	 * below the queue size and the used side relies on it. */
 	if (UVN_UNLIKELY(id >= vq->num))
 		return uvn_vq_dev_fail(vq, UVN_VQ_E_HEAD_RANGE);
-	uvn_chain_end(&w, ch);
 	ch->id = id;
 	ch->ndesc = (uint16_t)steps;
 	vq->pk.last_avail = pos;

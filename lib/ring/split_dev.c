@@ -39,30 +39,29 @@ int uvn_split_dev_avail(struct uvn_vq_dev *vq)
 	return n;
 }
 
-static int walk(struct uvn_vq_dev *vq, uint16_t head, struct uvn_chain_walk *w, unsigned *ndesc)
+/* The general walk; @d is the head descriptor, already read. */
+static int walk(struct uvn_vq_dev *vq, struct uvn_desc *d, struct uvn_chain_walk *w,
+		unsigned *ndesc)
 {
-	unsigned steps = 0;
-	uint16_t i = head;
+	unsigned steps = 1;
 
 	for (;;) {
-		struct uvn_desc d;
 		int ret;
 
-		if (UVN_UNLIKELY(steps++ >= vq->num))
-			return UVN_VQ_E_LOOP;
-		uvn_desc_read_split(&vq->split.desc[i], &d);
-		if (d.flags & VRING_DESC_F_INDIRECT) {
+		if (d->flags & VRING_DESC_F_INDIRECT) {
 			*ndesc = steps;
-			return uvn_chain_indirect(w, &d);
+			return uvn_chain_indirect(w, d);
 		}
-		ret = uvn_chain_add(w, &d);
+		ret = uvn_chain_add(w, d);
 		if (UVN_UNLIKELY(ret))
 			return ret;
-		if (!(d.flags & VRING_DESC_F_NEXT))
+		if (!(d->flags & VRING_DESC_F_NEXT))
 			break;
-		i = d.next;
-		if (UVN_UNLIKELY(i >= vq->num))
+		if (UVN_UNLIKELY(d->next >= vq->num))
 			return UVN_VQ_E_NEXT_RANGE;
+		if (UVN_UNLIKELY(steps++ >= vq->num))
+			return UVN_VQ_E_LOOP;
+		uvn_desc_read_split(&vq->split.desc[d->next], d);
 	}
 	*ndesc = steps;
 	return 0;
@@ -72,6 +71,7 @@ int uvn_split_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iov
 		      unsigned iov_max)
 {
 	struct uvn_chain_walk w;
+	struct uvn_desc d;
 	unsigned ndesc = 0;
 	uint16_t head;
 	int ret;
@@ -84,11 +84,22 @@ int uvn_split_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iov
 	head = uvn_rd16(&vq->split.avail->ring[vq->split.last_avail & (vq->num - 1)]);
 	if (UVN_UNLIKELY(head >= vq->num))
 		return uvn_vq_dev_fail(vq, UVN_VQ_E_HEAD_RANGE);
+	uvn_desc_read_split(&vq->split.desc[head], &d);
+	if (UVN_LIKELY(!(d.flags & (VRING_DESC_F_NEXT | VRING_DESC_F_INDIRECT)))) {
+		ret = uvn_chain_single(vq, &d, iov, iov_max, ch);
+		if (UVN_LIKELY(ret == 0)) {
+			ndesc = 1;
+			goto done;
+		}
+		if (ret > 0)
+			return uvn_vq_dev_fail(vq, ret);
+	}
 	uvn_chain_begin(&w, vq, iov, iov_max);
-	ret = walk(vq, head, &w, &ndesc);
+	ret = walk(vq, &d, &w, &ndesc);
 	if (UVN_UNLIKELY(ret))
 		return uvn_vq_dev_fail(vq, ret);
 	uvn_chain_end(&w, ch);
+done:
 	ch->id = head;
 	ch->ndesc = (uint16_t)ndesc;
 	vq->split.last_avail++;

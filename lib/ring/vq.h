@@ -138,6 +138,39 @@ int uvn_chain_indirect(struct uvn_chain_walk *w, const struct uvn_desc *d);
 /* Fill @ch from the walk. */
 void uvn_chain_end(const struct uvn_chain_walk *w, struct uvn_vq_chain *ch);
 
+/*
+ * The common case on the device side: a chain of one descriptor (no NEXT,
+ * no INDIRECT) that lies in one mapping piece. Fills iov[0] and @ch.
+ * @return 0 done, -1 when the general walk must do it (the buffer spans
+ * mapping pieces), or a positive error code.
+ */
+static inline int uvn_chain_single(struct uvn_vq_dev *vq, const struct uvn_desc *d,
+				   struct iovec *iov, unsigned iov_max, struct uvn_vq_chain *ch)
+{
+	bool write = d->flags & VRING_DESC_F_WRITE;
+	uint64_t n = d->len;
+	void *p;
+
+	if (UVN_UNLIKELY(d->len == 0))
+		return UVN_VQ_E_ZERO_LEN;
+	if (UVN_UNLIKELY(iov_max == 0))
+		return UVN_VQ_E_IOV_FULL;
+	if (UVN_UNLIKELY(d->addr + d->len < d->addr))
+		return UVN_VQ_E_UNMAPPED;
+	p = vq->xlate(vq->xlate_ctx, d->addr, &n);
+	if (UVN_UNLIKELY(!p || n == 0))
+		return UVN_VQ_E_UNMAPPED;
+	if (UVN_UNLIKELY(n < d->len))
+		return -1;
+	iov[0].iov_base = p;
+	iov[0].iov_len = d->len;
+	ch->nout = !write;
+	ch->nin = write;
+	ch->out_len = write ? 0 : d->len;
+	ch->in_len = write ? d->len : 0;
+	return 0;
+}
+
 /* Per-layout halves (split_drv.c, split_dev.c, packed_drv.c, packed_dev.c). */
 int uvn_split_drv_init(struct uvn_vq_drv *vq, void *ring);
 int uvn_split_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout, unsigned nin,

@@ -12,14 +12,28 @@
 
 enum { TX_DROP, TX_PKT, TX_NOPKT };
 
-static int tx_one(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch,
-		  struct uvn_pkt_pool *small, struct uvn_pkt_pool *big, struct uvn_pkt **out)
+/* Packet descriptors for one burst: small ones taken in bulk up front. */
+struct tx_pools {
+	struct uvn_pkt_pool *small, *big;
+	size_t small_room, big_room;
+	struct uvn_pkt *spare[UVN_NETDEV_BURST];
+	unsigned nspare;
+};
+
+static struct uvn_pkt *take_pkt(struct tx_pools *tp, uint32_t frame_len)
+{
+	if (UVN_LIKELY(frame_len <= tp->small_room))
+		return tp->nspare ? tp->spare[--tp->nspare] : NULL;
+	return uvn_pkt_alloc(tp->big);
+}
+
+static int tx_one(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch, struct tx_pools *tp,
+		  struct uvn_pkt **out)
 {
 	struct virtio_net_hdr_v1 h;
-	struct uvn_pkt_pool *pool;
 	uint32_t frame_len;
 	struct uvn_pkt *p;
-	int err;
+	int err = 0;
 
 	/* A chain no longer than the header carries no frame (CVE-2022-2132). */
 	if (UVN_UNLIKELY(ch->out_len < UVN_NET_HDR_LEN + UVN_ETH_HLEN)) {
@@ -27,16 +41,12 @@ static int tx_one(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch,
 		return TX_DROP;
 	}
 	frame_len = ch->out_len - UVN_NET_HDR_LEN;
-	if (UVN_UNLIKELY(frame_len > UVN_NETDEV_MAX_FRAME)) {
+	if (UVN_UNLIKELY(frame_len > UVN_NETDEV_MAX_FRAME ||
+			 (frame_len > tp->small_room && frame_len > tp->big_room))) {
 		q->st.err_toolong++;
 		return TX_DROP;
 	}
-	pool = frame_len <= uvn_pkt_pool_buf_size(small) ? small : big;
-	if (UVN_UNLIKELY(!pool || frame_len > uvn_pkt_pool_buf_size(pool))) {
-		q->st.err_toolong++;
-		return TX_DROP;
-	}
-	p = uvn_pkt_alloc(pool);
+	p = take_pkt(tp, frame_len);
 	if (UVN_UNLIKELY(!p))
 		return TX_NOPKT;
 	if (UVN_LIKELY(q->iov[0].iov_len >= ch->out_len)) {
@@ -46,8 +56,10 @@ static int tx_one(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch,
 		uvn_iov_to_buf(q->iov, ch->nout, 0, &h, UVN_NET_HDR_LEN);
 		uvn_iov_to_buf(q->iov, ch->nout, UVN_NET_HDR_LEN, p->buf, frame_len);
 	}
-	/* Validate our copy: the guest may rewrite its buffer meanwhile. */
-	err = uvn_hdr_check_tx(&h, frame_len, q->features);
+	/* Validate our copy: the guest may rewrite its buffer meanwhile. No
+	 * offload asked for is always valid. */
+	if (UVN_UNLIKELY(h.flags || h.gso_type))
+		err = uvn_hdr_check_tx(&h, frame_len, q->features);
 	if (UVN_UNLIKELY(err)) {
 		q->st.err_hdr++;
 		UVN_LOG_PEER("guest tx: %s", uvn_hdr_strerror(err));
@@ -80,10 +92,19 @@ static void broken(struct uvn_netdev_q *q, int ring_err)
 unsigned uvn_netdev_tx(struct uvn_netdev_q *q, struct uvn_pkt_pool *small,
 		       struct uvn_pkt_pool *big, struct uvn_pkt **pkts, unsigned n)
 {
+	struct tx_pools tp = { .small = small, .big = big };
 	unsigned got = 0, done = 0;
 
 	if (UVN_UNLIKELY(q->broken))
 		return 0;
+	if (n > UVN_NETDEV_BURST)
+		n = UVN_NETDEV_BURST;
+	tp.small_room = small ? uvn_pkt_pool_buf_size(small) : 0;
+	tp.big_room = big ? uvn_pkt_pool_buf_size(big) : 0;
+	if (small) {
+		tp.nspare = uvn_pkt_pool_avail(small) < n ? uvn_pkt_pool_avail(small) : n;
+		tp.nspare = uvn_pkt_alloc_bulk(small, tp.spare, tp.nspare);
+	}
 	while (got < n) {
 		struct uvn_vq_chain ch;
 		int r = uvn_vq_dev_pop(q->vq, &ch, q->iov, UVN_NETDEV_MAX_IOV);
@@ -97,7 +118,7 @@ unsigned uvn_netdev_tx(struct uvn_netdev_q *q, struct uvn_pkt_pool *small,
 			broken(q, 0);
 			break;
 		}
-		r = tx_one(q, &ch, small, big, &pkts[got]);
+		r = tx_one(q, &ch, &tp, &pkts[got]);
 		if (UVN_UNLIKELY(r == TX_NOPKT)) {
 			/* Back-pressure: the chain waits in the ring. */
 			uvn_vq_dev_unpop(q->vq, &ch);
@@ -108,6 +129,7 @@ unsigned uvn_netdev_tx(struct uvn_netdev_q *q, struct uvn_pkt_pool *small,
 		done++;
 		got += r == TX_PKT;
 	}
+	uvn_pkt_free_bulk(tp.spare, tp.nspare);
 	if (done) {
 		uvn_netdev_q_flush(q);
 		q->st.bursts++;
