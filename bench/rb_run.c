@@ -330,27 +330,37 @@ static struct rb_ctl *shm_create(const struct rb_cfg *cfg, int *fd_out)
 	return ctl;
 }
 
-/* Wait for both children; past the deadline, kill them. @return 0 if both exited 0. */
-static int reap(pid_t pid[2], double deadline)
+/*
+ * Wait for both children. If one fails, the other is told to stop; past the
+ * deadline both are killed. @return 0 if both exited 0.
+ */
+static int reap(struct rb_ctl *ctl, pid_t pid[2], double deadline)
 {
 	int bad = 0;
 
-	for (int i = 0; i < 2; i++) {
-		int st;
+	while (pid[0] > 0 || pid[1] > 0) {
+		for (int i = 0; i < 2; i++) {
+			int st;
 
-		while (pid[i] > 0) {
-			pid_t r = waitpid(pid[i], &st, rb_now() < deadline ? WNOHANG : 0);
-
-			if (r == pid[i]) {
-				bad |= !WIFEXITED(st) || WEXITSTATUS(st);
+			if (pid[i] > 0 && waitpid(pid[i], &st, WNOHANG) == pid[i]) {
 				pid[i] = 0;
-			} else if (rb_now() >= deadline) {
-				kill(pid[0] > 0 ? pid[0] : pid[1], SIGKILL);
-				kill(pid[1] > 0 ? pid[1] : pid[0], SIGKILL);
-			} else {
-				poll(NULL, 0, 10);
+				if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+					bad = 1;
+					atomic_store(&ctl->stop, 1);
+				}
 			}
 		}
+		if (rb_now() >= deadline) {
+			for (int i = 0; i < 2; i++) {
+				if (pid[i] > 0) {
+					kill(pid[i], SIGKILL);
+					waitpid(pid[i], NULL, 0);
+					pid[i] = 0;
+				}
+			}
+			bad = 1;
+		}
+		poll(NULL, 0, 5);
 	}
 	return bad ? -1 : 0;
 }
@@ -375,7 +385,7 @@ int rb_run(const struct rb_cfg *cfg, struct rb_result *out)
 		device_main(ctl, fd);
 	if (pid[0] < 0 || pid[1] < 0)
 		atomic_store(&ctl->stop, 1);
-	ret = reap(pid, rb_now() + cfg->seconds + WARMUP_S + 30);
+	ret = reap(ctl, pid, rb_now() + cfg->seconds + WARMUP_S + 30);
 	if (ret || pid[0] < 0 || pid[1] < 0 || ctl->err[0]) {
 		fprintf(stderr, "uvnet-ringbench: run failed: %s\n",
 			ctl->err[0] ? ctl->err : "a process died or fork failed");

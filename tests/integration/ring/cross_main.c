@@ -85,7 +85,7 @@ static void usage(FILE *f)
 		"  --seed S          base seed (env UVN_CROSS_SEED; default: random)\n"
 		"  --only I          run configuration I only\n"
 		"  --cap-s S         stop adding chains after S seconds per configuration\n"
-		"                    (at least %u chains; env UVN_CROSS_CAP_S; default 1.5,\n"
+		"                    (at least %u chains; env UVN_CROSS_CAP_S; default 1.25,\n"
 		"                    none when UVN_CROSS_OPS is set; 0: none)\n"
 		"  --wake-bound-ms M a sleeper checks for a lost wake-up every M ms\n"
 		"  --hang-s S        no progress for S seconds is a hang (default 60)\n",
@@ -131,7 +131,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	}
 	if ((env = getenv("UVN_CROSS_CAP_S")) && *env)
 		cap_s = atof(env);
-	o->cap_ms = cap_s < 0 ? 1500 : (unsigned)(cap_s * 1e3);
+	o->cap_ms = cap_s < 0 ? 1250 : (unsigned)(cap_s * 1e3);
 	if ((env = getenv("UVN_CROSS_SEED")) && *env)
 		o->seed = strtoull(env, NULL, 0);
 	if (!o->wake_ms)
