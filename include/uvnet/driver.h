@@ -61,6 +61,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <linux/virtio_config.h>
+#include <linux/virtio_net.h>
+#include <linux/virtio_ring.h>
 #include <uvnet/pkt.h>
 #include <uvnet/virtqueue.h>
 
@@ -136,6 +139,7 @@ struct uvn_drv_cfg {
 	unsigned desc_cache_thr;        /**< seed 002 threshold N; default 4 */
 	unsigned tx_free_thresh;        /**< reclaim used tx buffers when fewer descriptors than
 					 *   this are free; default 32 */
+	size_t app_mem_bytes;           /**< shared memory for uvn_drv_mem_alloc(); default 4 MB */
 };
 
 /** Run-time options (uvn_drv_set_opt()). */
@@ -238,6 +242,18 @@ static inline void uvn_drv_pkt_set_len(struct uvn_pkt *p, uint32_t len)
 }
 
 /**
+ * Shared memory for frames the application lays out itself (larger than a
+ * tx pool packet, or zero copy with a struct uvn_pkt_ubuf completion):
+ * packet segments pointing here are sent without a copy. Any thread.
+ * @return @p size bytes (64-byte aligned), or NULL when the reserve
+ *         (uvn_drv_cfg::app_mem_bytes) is exhausted
+ */
+void *uvn_drv_mem_alloc(struct uvn_drv *d, size_t size);
+
+/** Free memory from uvn_drv_mem_alloc() (@p size as allocated) once no packet uses it. */
+void uvn_drv_mem_free(struct uvn_drv *d, void *p, size_t size);
+
+/**
  * Reclaim transmitted buffers of queue @p q now (uvn_tx_burst() does it
  * when descriptors run low). @return buffers reclaimed, or an error
  */
@@ -265,6 +281,9 @@ int uvn_rx_fd(struct uvn_drv *d, unsigned q);
 
 /** Ask for a call on the next rx buffer used. @return false if some are already waiting */
 bool uvn_rx_arm(struct uvn_drv *d, unsigned q);
+
+/** Back to polling queue @p q: ask the backend not to call (best effort). */
+void uvn_rx_disarm(struct uvn_drv *d, unsigned q);
 
 /** @return the vhost-user socket, readable/hung up when the backend goes away. */
 int uvn_drv_sock_fd(const struct uvn_drv *d);
@@ -337,6 +356,7 @@ struct uvn_drv_rxq_stats {
 	uint64_t indirect;       /**< chains posted through an indirect table (big mode) */
 	uint64_t desc_cache_hit; /**< indirect tables from the per-queue cache */
 	uint64_t desc_cache_miss;/**< indirect tables allocated from the arena */
+	uint64_t err_hdr;        /**< virtio-net header with flags or GSO not negotiated, bad csum range */
 };
 
 /** Transmit queue counters. */

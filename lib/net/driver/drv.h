@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The virtio-net driver's objects, shared by its files:
+ *   open.c   connection, negotiation, arena, queue set-up, stop/close,
+ *            options, statistics;  cfg.c the configuration and its parser;
+ *   rx.c     receive: the three rx modes, deferred allocation, mergeable
+ *            buffer sizing, refill;
+ *   tx.c     transmit: headers, offloads, bounce buffers, reclaim;
+ *   cache.c  indirect descriptor tables (per-queue cache or the arena);
+ *   ctrl.c   the control queue;  wait.c kicks, calls and connection checks.
+ *
+ * Ownership: everything a queue touches on its data path lives in its own
+ * struct (its pools, its cache, its counters); the instance-wide fields it
+ * reads are set before the queues start and the run-time options, read
+ * with relaxed atomic loads once per burst.
+ */
+#ifndef UVN_NET_DRIVER_DRV_H
+#define UVN_NET_DRIVER_DRV_H
+
+#include <stdatomic.h>
+
+#include <linux/virtio_net.h>
+#include <uvnet/driver.h>
+
+#include "mem/mem.h"
+#include "net/hdr.h"
+#include "ring/ring.h"
+#include "vhost_user/frontend.h"
+
+#define DRV_BURST 32u
+/* A frame in small mode and a tx bounce buffer: Ethernet + VLAN + 1500. */
+#define DRV_GOOD_PACKET_LEN (UVN_ETH_HLEN + 4u + 1500u)
+/* Largest frame we accept: 64 KB of IP plus Ethernet + VLAN. */
+#define DRV_MAX_FRAME (65535u + UVN_ETH_HLEN + 4u)
+/* Packet data rooms (small mode rx, tx pool, bounce buffers). */
+#define DRV_ROOM 2048u
+/* Big mode: pages per chain, enough for header + the largest frame. */
+#define DRV_BIG_PAGE 4096u
+#define DRV_BIG_PAGES ((UVN_NET_HDR_LEN + DRV_MAX_FRAME + DRV_BIG_PAGE - 1) / DRV_BIG_PAGE)
+/* rx buffer memory is carved from pages of this size. */
+#define DRV_FRAG_PAGE (64u * 1024u)
+/* EWMA mode: buffers never larger than a page (Linux: PAGE_SIZE). */
+#define DRV_EWMA_MAX 4096u
+/* No mergeable buffer is larger than this (jumbo MTUs). */
+#define DRV_MRG_MAX (DRV_FRAG_PAGE / 2)
+/* Mergeable frames spread over more buffers than a packet has segments are
+ * copied into one of these. */
+#define DRV_OVERFLOW_PKTS 4u
+#define DRV_OVERFLOW_ROOM (DRV_MAX_FRAME + 64u)
+#define CACHE_LINE 64u
+
+_Static_assert(DRV_BIG_PAGES + 1 <= UVN_PKT_MAX_SEGS, "a big chain fits a packet's segments");
+
+/* Token tags: rx and tx ring tokens are pointers with the low bit saying
+ * what they are (everything they point at is at least 8-byte aligned). */
+#define TOK_PKT 1u /* rx: a packet object posted with its buffer (deferred_alloc off);
+		    * tx: a tx slot (header outside the frame, or a bounce) */
+
+static inline void *tok_make(void *p, uintptr_t tag)
+{
+	return (void *)((uintptr_t)p | tag);
+}
+
+static inline uintptr_t tok_tag(const void *t)
+{
+	return (uintptr_t)t & 1u;
+}
+
+static inline void *tok_ptr(const void *t)
+{
+	return (void *)((uintptr_t)t & ~(uintptr_t)1u);
+}
+
+struct uvn_drv;
+
+/* Indirect tables: the per-queue cache (seed 002) or the shared arena. */
+struct drv_desc_cache {
+	struct uvn_drv *d;
+	uint8_t *base;          /* cached tables, UVN_DRV_DESC_CACHE_MAX entries each */
+	size_t len;
+	void **free;            /* stack of free cached tables */
+	unsigned nfree, count;
+	uint64_t *hit, *miss;   /* the owning queue's counters */
+	uint64_t arena_out;     /* tables allocated from the arena and not freed */
+};
+
+/* What a ring needs besides its driver half. */
+struct drv_ring {
+	struct uvn_vq_drv *vq;
+	void *mem;              /* the ring in the arena */
+	size_t mem_len;
+	unsigned idx;           /* vhost-user vring index */
+	unsigned num;
+	int kick_fd, call_fd;   /* -1 when polling */
+	unsigned idle;          /* bursts without progress since the last connection check */
+	struct drv_desc_cache cache;
+};
+
+/* Big mode: the pages of one posted chain (deferred allocation). */
+struct drv_big_rec {
+	void *page[DRV_BIG_PAGES];
+};
+
+struct drv_rxq {
+	struct drv_ring r;
+	struct uvn_drv *d;
+	unsigned q;
+	enum uvn_rx_mode mode;
+	struct uvn_frag_pool *frags;
+	void *frag_mem;
+	size_t frag_len;
+	struct uvn_pkt_pool *pkts;  /* small: data rooms in the arena; else descriptors only */
+	void *pkt_mem;
+	size_t pkt_mem_len;
+	struct uvn_pkt_pool *overflow; /* mergeable frames of more buffers than segments */
+	void *overflow_mem;
+	/* Buffers given back for reuse: small buffers, big-mode pages. */
+	void **recycle;
+	unsigned nrecycle, recycle_cap;
+	/* Big mode records (deferred allocation). */
+	struct drv_big_rec *recs;
+	struct drv_big_rec **rec_free;
+	unsigned nrec_free;
+	unsigned posted;            /* chains in the ring */
+	/* Mergeable. */
+	unsigned buf_len;           /* current buffer size */
+	uint32_t ewma;              /* EWMA of frame sizes, << EWMA_SHIFT */
+	/* A mergeable frame whose later buffers have not arrived yet. */
+	struct uvn_pkt *partial;
+	unsigned partial_left;
+	bool partial_drop;          /* the frame is being dropped: consume its buffers */
+	struct uvn_drv_rxq_stats st;
+} __attribute__((aligned(CACHE_LINE)));
+
+/* A tx buffer whose header could not go into the frame's headroom. */
+struct drv_tx_slot {
+	struct uvn_pkt *pkt;        /* NULL: the frame was bounced and freed */
+	uint8_t *hdr;               /* 64 bytes in the arena: header (and bounced frames follow) */
+	uint8_t *bounce;            /* DRV_ROOM bytes in the arena */
+};
+
+struct drv_txq {
+	struct drv_ring r;
+	struct uvn_drv *d;
+	unsigned q;
+	struct uvn_pkt_pool *pool;  /* tx pool (data rooms in the arena) */
+	void *pool_mem;
+	size_t pool_mem_len;
+	struct drv_tx_slot *slots;
+	struct drv_tx_slot **slot_free;
+	unsigned nslot_free;
+	void *slot_mem;             /* headers and bounce buffers */
+	size_t slot_mem_len;
+	struct uvn_drv_txq_stats st;
+} __attribute__((aligned(CACHE_LINE)));
+
+struct uvn_drv {
+	struct uvn_drv_cfg cfg;
+	char path[108];
+	struct uvn_vu_fe *fe;
+	struct uvn_arena *arena;
+	atomic_flag arena_lock;     /* arena allocations after set-up (desc cache off, app) */
+	size_t app_mem_used;        /* uvn_drv_mem_alloc() bytes out */
+	uint64_t features;          /* negotiated virtio features */
+	uint64_t offered;
+	unsigned max_pairs;         /* the backend's queue pairs */
+	unsigned pairs;             /* queue pairs set up */
+	unsigned pairs_on;          /* queue pairs in use (MQ) */
+	enum uvn_rx_mode rx_mode;
+	bool mrg_rxbuf, indirect, has_ctrl, csum, guest_csum;
+	unsigned hdr_len;           /* 12 (VERSION_1) */
+	uint8_t *arena_base;        /* for the "is it shared memory" test */
+	size_t arena_size;
+	_Atomic int err;            /* 0, -ENOTCONN, -EPROTO */
+	bool stopped;
+	_Atomic unsigned opt[UVN_OPT__COUNT];
+	struct drv_rxq *rxq;        /* [pairs] */
+	struct drv_txq *txq;
+	struct drv_ring ctrl;
+	uint8_t *ctrl_buf;          /* command and ack, in the arena */
+	bool ctrl_dead;             /* a command was never answered */
+};
+
+static inline unsigned drv_opt(const struct uvn_drv *d, enum uvn_drv_opt o)
+{
+	return atomic_load_explicit(&d->opt[o], memory_order_relaxed);
+}
+
+static inline int drv_err(const struct uvn_drv *d)
+{
+	return atomic_load_explicit(&d->err, memory_order_relaxed);
+}
+
+/* Stop the instance with @err (-ENOTCONN, -EPROTO) unless already stopped. @return the error */
+int drv_fail(struct uvn_drv *d, int err, const char *why);
+
+/* Is [p, p + len) inside the shared arena? */
+static inline bool drv_shared(const struct uvn_drv *d, const void *p, size_t len)
+{
+	uintptr_t off = (uintptr_t)p - (uintptr_t)d->arena_base;
+
+	return off < d->arena_size && len <= d->arena_size - off;
+}
+
+static inline uint64_t drv_addr(const void *p)
+{
+	return (uint64_t)(uintptr_t)p; /* gpa == uva == our address */
+}
+
+/* Arena allocation after set-up (serialized between queue threads). */
+void *drv_arena_alloc(struct uvn_drv *d, size_t size, size_t align);
+void drv_arena_free(struct uvn_drv *d, void *p, size_t size);
+
+/* cache.c */
+int drv_cache_init(struct drv_desc_cache *c, struct uvn_drv *d, unsigned count, uint64_t *hit,
+		   uint64_t *miss);
+void drv_cache_fini(struct drv_desc_cache *c);
+void *drv_cache_alloc(void *ctx, unsigned n, uint64_t *addr);
+void drv_cache_free(void *ctx, void *table, unsigned n);
+
+/* wait.c: notifications and the connection. */
+void drv_kick(struct drv_ring *r, uint64_t *kicks, uint64_t *suppressed);
+/* A burst made no progress: check the connection now and then. @return 0 or the error */
+int drv_idle(struct uvn_drv *d, struct drv_ring *r);
+/* A ring reported an error: the backend broke it. @return the instance error */
+int drv_ring_error(struct uvn_drv *d, struct drv_ring *r, int vq_err);
+
+/* Bytes of rx buffer memory one queue gets (open.c). */
+size_t drv_rx_buf_bytes(const struct uvn_drv *d);
+
+/* rx.c */
+int drv_rxq_init(struct uvn_drv *d, struct drv_rxq *rq);
+void drv_rxq_fill(struct drv_rxq *rq);
+void drv_rxq_drain(struct drv_rxq *rq);   /* return every posted buffer (ring stopped) */
+void drv_rxq_fini(struct drv_rxq *rq);
+unsigned drv_mrg_buf_len(const struct drv_rxq *rq);
+
+/* tx.c */
+int drv_txq_init(struct uvn_drv *d, struct drv_txq *tq);
+void drv_txq_drain(struct drv_txq *tq);
+void drv_txq_fini(struct drv_txq *tq);
+
+/* ctrl.c: send one command, wait for its ack. @return 0, -EIO, -ETIMEDOUT, ... */
+int drv_ctrl_cmd(struct uvn_drv *d, uint8_t class, uint8_t cmd, const void *data, size_t len);
+
+/* Ring helpers shared by the queue kinds (open.c). */
+/* @fds: kick and call eventfds (always for the control queue, else unless polling). */
+int drv_ring_create(struct uvn_drv *d, struct drv_ring *r, unsigned idx, bool fds,
+		    bool with_cache, uint64_t *hit, uint64_t *miss);
+void drv_ring_destroy(struct uvn_drv *d, struct drv_ring *r);
+
+#endif

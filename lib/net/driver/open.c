@@ -1,0 +1,656 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bringing a driver instance up and down: connect, negotiate, size and
+ * create the one shared arena, create the queues in it, describe them to
+ * the backend, fill the rx rings, start. And the way down: stop the rings,
+ * take every buffer back, disconnect. Also options and statistics.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "net/driver/drv.h"
+#include "util/log.h"
+#include "util/stats.h"
+
+#define PROTO_WANT (1ull << VHOST_USER_PROTOCOL_F_MQ | 1ull << VHOST_USER_PROTOCOL_F_REPLY_ACK | \
+		    1ull << VHOST_USER_PROTOCOL_F_STATUS |                                   \
+		    1ull << VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS)
+
+#define F(b) (1ull << (b))
+
+#define RX_STAT(f) UVN_STAT(struct uvn_drv_rxq_stats, f)
+const struct uvn_stat_desc uvn_drv_rxq_stats_desc[] = {
+	RX_STAT(packets), RX_STAT(bytes), RX_STAT(bursts), RX_STAT(drops), RX_STAT(drop_nopkt),
+	RX_STAT(err_len), RX_STAT(err_num_buffers), RX_STAT(bufs_posted), RX_STAT(bufs_used),
+	RX_STAT(refill_fail), RX_STAT(mrg_multi), RX_STAT(copies), RX_STAT(kicks),
+	RX_STAT(kicks_suppressed), RX_STAT(waits), RX_STAT(interrupts), RX_STAT(indirect),
+	RX_STAT(desc_cache_hit), RX_STAT(desc_cache_miss), RX_STAT(err_hdr), { NULL, 0 },
+};
+
+#define TX_STAT(f) UVN_STAT(struct uvn_drv_txq_stats, f)
+const struct uvn_stat_desc uvn_drv_txq_stats_desc[] = {
+	TX_STAT(packets), TX_STAT(bytes), TX_STAT(bursts), TX_STAT(drops), TX_STAT(err_offload),
+	TX_STAT(err_unmapped), TX_STAT(bounced), TX_STAT(csum_sw), TX_STAT(hdr_pushed),
+	TX_STAT(full), TX_STAT(reclaimed), TX_STAT(reclaim_runs), TX_STAT(kicks),
+	TX_STAT(kicks_suppressed), TX_STAT(waits), TX_STAT(interrupts), TX_STAT(indirect),
+	TX_STAT(desc_cache_hit), TX_STAT(desc_cache_miss), { NULL, 0 },
+};
+
+int drv_fail(struct uvn_drv *d, int err, const char *why)
+{
+	int expected = 0;
+
+	if (atomic_compare_exchange_strong(&d->err, &expected, err) && why)
+		UVN_ERR("uvnet driver %s: %s", d->path, why);
+	return drv_err(d);
+}
+
+void *drv_arena_alloc(struct uvn_drv *d, size_t size, size_t align)
+{
+	void *p;
+
+	while (atomic_flag_test_and_set_explicit(&d->arena_lock, memory_order_acquire))
+		;
+	p = uvn_arena_alloc(d->arena, size, align);
+	atomic_flag_clear_explicit(&d->arena_lock, memory_order_release);
+	return p;
+}
+
+void drv_arena_free(struct uvn_drv *d, void *p, size_t size)
+{
+	while (atomic_flag_test_and_set_explicit(&d->arena_lock, memory_order_acquire))
+		;
+	uvn_arena_free(d->arena, p, size);
+	atomic_flag_clear_explicit(&d->arena_lock, memory_order_release);
+}
+
+void *uvn_drv_mem_alloc(struct uvn_drv *d, size_t size)
+{
+	void *p;
+
+	if (!size || size > d->cfg.app_mem_bytes)
+		return NULL;
+	while (atomic_flag_test_and_set_explicit(&d->arena_lock, memory_order_acquire))
+		;
+	p = d->app_mem_used + size <= d->cfg.app_mem_bytes ?
+		uvn_arena_alloc(d->arena, size, CACHE_LINE) : NULL;
+	if (p)
+		d->app_mem_used += size;
+	atomic_flag_clear_explicit(&d->arena_lock, memory_order_release);
+	return p;
+}
+
+void uvn_drv_mem_free(struct uvn_drv *d, void *p, size_t size)
+{
+	if (!p)
+		return;
+	while (atomic_flag_test_and_set_explicit(&d->arena_lock, memory_order_acquire))
+		;
+	uvn_arena_free(d->arena, p, size);
+	d->app_mem_used -= size;
+	atomic_flag_clear_explicit(&d->arena_lock, memory_order_release);
+}
+
+/* ------------------------------------------------------------- sizing */
+
+static size_t pow2(size_t v)
+{
+	size_t p = 64;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static size_t ring_bytes(const struct uvn_drv *d)
+{
+	struct uvn_vq_layout l;
+
+	uvn_vq_layout(d->cfg.ring == UVN_RING_PACKED, d->cfg.queue_size, &l);
+	return l.size;
+}
+
+size_t drv_rx_buf_bytes(const struct uvn_drv *d)
+{
+	size_t num = d->cfg.queue_size, b;
+	unsigned mtu_buf = UVN_NET_HDR_LEN + d->cfg.mtu + UVN_ETH_HLEN + 4;
+
+	if (d->cfg.rx_buf_bytes)
+		b = d->cfg.rx_buf_bytes;
+	else if (d->rx_mode == UVN_RX_SMALL)
+		b = (2 * num + 64) * 1600;
+	else if (d->rx_mode == UVN_RX_BIG)
+		b = ((d->indirect ? num : num / DRV_BIG_PAGES + 1) + 64) * DRV_BIG_PAGES * DRV_BIG_PAGE;
+	else
+		b = 2 * num * (mtu_buf <= DRV_EWMA_MAX ? DRV_EWMA_MAX :
+			       mtu_buf + CACHE_LINE < DRV_MRG_MAX ? mtu_buf + CACHE_LINE : DRV_MRG_MAX);
+	/* Whole pages, and two more for the ones being carved. */
+	return (b + 3 * (size_t)DRV_FRAG_PAGE - 1) / DRV_FRAG_PAGE * DRV_FRAG_PAGE;
+}
+
+static size_t arena_bytes(const struct uvn_drv *d)
+{
+	size_t num = d->cfg.queue_size, per_pair = 0, total;
+	size_t tables = pow2(UVN_DRV_DESC_CACHE_MAX * 16u + CACHE_LINE) * num;
+
+	/* rings with their caches, and room for uncached tables of both */
+	per_pair += 2 * (pow2(ring_bytes(d)) + pow2(num * 320) + tables);
+	per_pair += pow2(drv_rx_buf_bytes(d)) + (size_t)DRV_FRAG_PAGE;
+	if (d->rx_mode == UVN_RX_SMALL)
+		per_pair += pow2((size_t)d->cfg.rx_pkts * DRV_ROOM);
+	if (d->rx_mode == UVN_RX_MERGEABLE)
+		per_pair += pow2((size_t)DRV_OVERFLOW_PKTS * DRV_OVERFLOW_ROOM);
+	per_pair += pow2((size_t)d->cfg.tx_pkts * DRV_ROOM);
+	per_pair += pow2(num * CACHE_LINE) + pow2(num * DRV_ROOM);
+	total = per_pair * d->pairs;
+	total += pow2(ring_bytes(d)) + 2 * tables + 4096; /* control queue */
+	/* The application's reserve, with room for the allocator's rounding. */
+	total += 2 * d->cfg.app_mem_bytes;
+	return total + (1u << 20);
+}
+
+/* ------------------------------------------------------------- rings */
+
+int drv_ring_create(struct uvn_drv *d, struct drv_ring *r, unsigned idx, bool fds,
+		    bool with_cache, uint64_t *hit, uint64_t *miss)
+{
+	struct uvn_vq_drv_cfg vc = { .num = d->cfg.queue_size, .features = d->features };
+	int ret;
+
+	r->idx = idx;
+	r->num = d->cfg.queue_size;
+	r->kick_fd = r->call_fd = -1;
+	r->mem_len = ring_bytes(d);
+	r->mem = uvn_arena_alloc(d->arena, r->mem_len, 4096);
+	if (!r->mem)
+		return -ENOMEM;
+	vc.ring = r->mem;
+	if (with_cache && d->indirect) {
+		ret = drv_cache_init(&r->cache, d, r->num, hit, miss);
+		if (ret)
+			return ret;
+		vc.indirect_alloc = drv_cache_alloc;
+		vc.indirect_free = drv_cache_free;
+		vc.indirect_ctx = &r->cache;
+	}
+	ret = uvn_vq_drv_create(&vc, &r->vq);
+	if (ret)
+		return ret == -UVN_VQ_E_NOSPC ? -ENOMEM : -EINVAL;
+	if (fds) {
+		r->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		r->call_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (r->kick_fd < 0 || r->call_fd < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+void drv_ring_destroy(struct uvn_drv *d, struct drv_ring *r)
+{
+	uvn_vq_drv_destroy(r->vq);
+	r->vq = NULL;
+	if (r->cache.free)
+		drv_cache_fini(&r->cache);
+	if (r->mem)
+		uvn_arena_free(d->arena, r->mem, r->mem_len);
+	r->mem = NULL;
+	if (r->kick_fd >= 0)
+		close(r->kick_fd);
+	if (r->call_fd >= 0)
+		close(r->call_fd);
+	r->kick_fd = r->call_fd = -1;
+}
+
+/* Describe a ring to the backend and start it. */
+static int ring_start(struct uvn_drv *d, struct drv_ring *r)
+{
+	struct uvn_vq_layout l;
+	uint64_t base = drv_addr(r->mem);
+	bool packed = d->cfg.ring == UVN_RING_PACKED;
+	int ret;
+
+	uvn_vq_layout(packed, r->num, &l);
+	ret = uvn_vu_fe_set_vring_num(d->fe, r->idx, r->num);
+	/* Where the backend starts reading: the ring's beginning (packed: wrap
+	 * counter 1), not where we are now: rx buffers are already posted. */
+	if (!ret)
+		ret = uvn_vu_fe_set_vring_base(d->fe, r->idx, packed ? 1u << 15 : 0);
+	if (!ret)
+		ret = uvn_vu_fe_set_vring_addr(d->fe, r->idx, base + l.desc, base + l.driver,
+					       base + l.device);
+	if (!ret)
+		ret = uvn_vu_fe_set_vring_call(d->fe, r->idx, r->call_fd);
+	if (!ret)
+		ret = uvn_vu_fe_set_vring_kick(d->fe, r->idx, r->kick_fd);
+	return ret;
+}
+
+/* ----------------------------------------------------------- features */
+
+static int choose_features(struct uvn_drv *d)
+{
+	const struct uvn_drv_cfg *c = &d->cfg;
+	uint64_t off = c->features_off, want;
+
+	if (!(d->offered & F(VIRTIO_F_VERSION_1))) {
+		UVN_ERR("uvnet driver %s: the backend does not offer VIRTIO_F_VERSION_1", d->path);
+		return -ENOTSUP;
+	}
+	want = F(VIRTIO_F_VERSION_1) | F(VIRTIO_RING_F_INDIRECT_DESC) | F(VIRTIO_RING_F_EVENT_IDX) |
+	       F(VIRTIO_F_IN_ORDER) | F(VIRTIO_NET_F_CTRL_VQ) | F(VIRTIO_NET_F_CTRL_RX) |
+	       F(VIRTIO_NET_F_CTRL_MAC_ADDR) | c->features_extra;
+	if (c->ring == UVN_RING_PACKED) {
+		if (!(d->offered & F(VIRTIO_F_RING_PACKED))) {
+			UVN_ERR("uvnet driver %s: packed rings asked for, not offered", d->path);
+			return -ENOTSUP;
+		}
+		want |= F(VIRTIO_F_RING_PACKED);
+	}
+	switch (c->rx_mode) {
+	case UVN_RX_AUTO:
+		d->rx_mode = (d->offered & ~off & F(VIRTIO_NET_F_MRG_RXBUF)) ? UVN_RX_MERGEABLE
+									    : UVN_RX_SMALL;
+		break;
+	case UVN_RX_MERGEABLE:
+		if (!(d->offered & ~off & F(VIRTIO_NET_F_MRG_RXBUF))) {
+			UVN_ERR("uvnet driver %s: mergeable rx asked for, MRG_RXBUF not offered", d->path);
+			return -ENOTSUP;
+		}
+		d->rx_mode = UVN_RX_MERGEABLE;
+		break;
+	default:
+		d->rx_mode = c->rx_mode;
+		break;
+	}
+	if (d->rx_mode == UVN_RX_MERGEABLE)
+		want |= F(VIRTIO_NET_F_MRG_RXBUF);
+	if (c->queue_pairs > 1)
+		want |= F(VIRTIO_NET_F_MQ);
+	d->features = d->offered & want & ~off;
+	/* Dependencies (virtio-net: the control queue features need CTRL_VQ). */
+	if (!(d->features & F(VIRTIO_NET_F_CTRL_VQ)))
+		d->features &= ~(F(VIRTIO_NET_F_CTRL_RX) | F(VIRTIO_NET_F_CTRL_MAC_ADDR) |
+				 F(VIRTIO_NET_F_MQ));
+	if (c->queue_pairs > 1 && (!(d->features & F(VIRTIO_NET_F_MQ)) ||
+				   !(uvn_vu_fe_protocol_features(d->fe) & F(VHOST_USER_PROTOCOL_F_MQ)) ||
+				   d->max_pairs < c->queue_pairs)) {
+		UVN_ERR("uvnet driver %s: %u queue pairs asked for; the backend offers %s%u",
+			d->path, c->queue_pairs,
+			d->features & F(VIRTIO_NET_F_MQ) ? "" : "no MQ, ", d->max_pairs);
+		return -ENOTSUP;
+	}
+	d->mrg_rxbuf = d->features & F(VIRTIO_NET_F_MRG_RXBUF);
+	d->indirect = d->features & F(VIRTIO_RING_F_INDIRECT_DESC);
+	d->has_ctrl = d->features & F(VIRTIO_NET_F_CTRL_VQ);
+	d->csum = d->features & F(VIRTIO_NET_F_CSUM);
+	d->guest_csum = d->features & F(VIRTIO_NET_F_GUEST_CSUM);
+	d->hdr_len = UVN_NET_HDR_LEN;
+	return 0;
+}
+
+static int check_cfg(const struct uvn_drv_cfg *c)
+{
+	if (!c->path || !*c->path || c->queue_pairs == 0 ||
+	    c->queue_pairs > UVN_DRV_MAX_QUEUE_PAIRS || c->queue_size < 2 ||
+	    c->queue_size > UVN_VQ_MAX_SIZE || c->mtu < 68 || c->mtu > 65535 ||
+	    c->desc_cache_thr == 0 || c->desc_cache_thr > UVN_DRV_DESC_CACHE_MAX ||
+	    (unsigned)c->mrg_sizing > UVN_MRG_MTU_ONLY || (unsigned)c->rx_mode > UVN_RX_MERGEABLE ||
+	    (unsigned)c->ring > UVN_RING_PACKED || c->tx_free_thresh > c->queue_size)
+		return -EINVAL;
+	if (c->ring == UVN_RING_SPLIT && (c->queue_size & (c->queue_size - 1)))
+		return -EINVAL;
+	return 0;
+}
+
+/* --------------------------------------------------------------- open */
+
+static int create_queues(struct uvn_drv *d)
+{
+	int ret;
+
+	d->rxq = aligned_alloc(CACHE_LINE, sizeof(*d->rxq) * d->pairs);
+	d->txq = aligned_alloc(CACHE_LINE, sizeof(*d->txq) * d->pairs);
+	if (!d->rxq || !d->txq)
+		return -ENOMEM;
+	memset(d->rxq, 0, sizeof(*d->rxq) * d->pairs);
+	memset(d->txq, 0, sizeof(*d->txq) * d->pairs);
+	for (unsigned q = 0; q < d->pairs; q++) {
+		d->rxq[q].r.kick_fd = d->rxq[q].r.call_fd = -1;
+		d->txq[q].r.kick_fd = d->txq[q].r.call_fd = -1;
+	}
+	d->ctrl.kick_fd = d->ctrl.call_fd = -1;
+	for (unsigned q = 0; q < d->pairs; q++) {
+		d->rxq[q].d = d;
+		d->rxq[q].q = q;
+		d->txq[q].d = d;
+		d->txq[q].q = q;
+		ret = drv_ring_create(d, &d->rxq[q].r, 2 * q, !d->cfg.poll, true, &d->rxq[q].st.desc_cache_hit,
+				      &d->rxq[q].st.desc_cache_miss);
+		if (!ret)
+			ret = drv_rxq_init(d, &d->rxq[q]);
+		if (!ret)
+			ret = drv_ring_create(d, &d->txq[q].r, 2 * q + 1, !d->cfg.poll, true,
+					      &d->txq[q].st.desc_cache_hit,
+					      &d->txq[q].st.desc_cache_miss);
+		if (!ret)
+			ret = drv_txq_init(d, &d->txq[q]);
+		if (ret)
+			return ret;
+	}
+	if (d->has_ctrl) {
+		unsigned idx = 2 * (d->features & F(VIRTIO_NET_F_MQ) ? d->max_pairs : 1);
+
+		ret = drv_ring_create(d, &d->ctrl, idx, true, false, NULL, NULL);
+		if (ret)
+			return ret;
+		d->ctrl_buf = uvn_arena_alloc(d->arena, 4096, 64);
+		if (!d->ctrl_buf)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int start(struct uvn_drv *d)
+{
+	struct uvn_mem_region_desc region;
+	int fd = uvn_arena_fd(d->arena), ret;
+	uint8_t status = VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER;
+
+	ret = uvn_vu_fe_set_features(d->fe, d->features);
+	if (!ret)
+		ret = uvn_vu_fe_set_status(d->fe, status | VIRTIO_CONFIG_S_FEATURES_OK);
+	if (ret == -EIO) {
+		UVN_ERR("uvnet driver %s: the backend refused features 0x%llx", d->path,
+			(unsigned long long)d->features);
+		return -ENOTSUP;
+	}
+	uvn_arena_region(d->arena, &region);
+	if (!ret)
+		ret = uvn_vu_fe_set_mem(d->fe, &region, &fd, 1);
+	for (unsigned q = 0; q < d->pairs && !ret; q++) {
+		/* rx buffers are posted before the ring starts: the backend sees them at once. */
+		drv_rxq_fill(&d->rxq[q]);
+		ret = ring_start(d, &d->rxq[q].r);
+		if (!ret)
+			ret = ring_start(d, &d->txq[q].r);
+	}
+	if (!ret && d->has_ctrl)
+		ret = ring_start(d, &d->ctrl);
+	for (unsigned q = 0; q < d->pairs && !ret; q++) {
+		ret = uvn_vu_fe_set_vring_enable(d->fe, d->rxq[q].r.idx, true);
+		if (!ret)
+			ret = uvn_vu_fe_set_vring_enable(d->fe, d->txq[q].r.idx, true);
+	}
+	if (!ret && d->has_ctrl)
+		ret = uvn_vu_fe_set_vring_enable(d->fe, d->ctrl.idx, true);
+	if (!ret)
+		ret = uvn_vu_fe_set_status(d->fe, status | VIRTIO_CONFIG_S_FEATURES_OK |
+					   VIRTIO_CONFIG_S_DRIVER_OK);
+	if (ret)
+		return ret;
+	/* A backend that missed nothing still learns that rx buffers wait. */
+	for (unsigned q = 0; q < d->pairs; q++)
+		if (d->rxq[q].r.kick_fd >= 0) {
+			uint64_t one = 1;
+
+			if (write(d->rxq[q].r.kick_fd, &one, sizeof(one)) < 0)
+				return -errno;
+		}
+	d->pairs_on = 1;
+	if (d->features & F(VIRTIO_NET_F_MQ)) {
+		uint16_t n = htole16((uint16_t)d->pairs);
+
+		ret = drv_ctrl_cmd(d, VIRTIO_NET_CTRL_MQ, VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET, &n, sizeof(n));
+		if (ret)
+			return ret;
+	}
+	d->pairs_on = d->pairs;
+	if (d->cfg.mac_set && (d->features & F(VIRTIO_NET_F_CTRL_MAC_ADDR)))
+		ret = drv_ctrl_cmd(d, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET, d->cfg.mac, 6);
+	return ret;
+}
+
+int uvn_drv_open(const struct uvn_drv_cfg *cfg, struct uvn_drv **out)
+{
+	struct uvn_vu_fe_cfg fc = { .server = cfg->server, .timeout_ms = cfg->timeout_ms };
+	struct uvn_drv *d;
+	int ret = check_cfg(cfg);
+
+	if (ret)
+		return ret;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->cfg = *cfg;
+	snprintf(d->path, sizeof(d->path), "%s", cfg->path);
+	d->cfg.path = d->path;
+	if (!d->cfg.rx_pkts)
+		d->cfg.rx_pkts = 4 * d->cfg.queue_size;
+	if (!d->cfg.tx_pkts)
+		d->cfg.tx_pkts = 4 * d->cfg.queue_size;
+	d->pairs = cfg->queue_pairs;
+	atomic_flag_clear(&d->arena_lock);
+	atomic_init(&d->err, 0);
+	atomic_init(&d->opt[UVN_OPT_DEFERRED_ALLOC], cfg->deferred_alloc);
+	atomic_init(&d->opt[UVN_OPT_MRG_SIZING], cfg->mrg_sizing);
+	atomic_init(&d->opt[UVN_OPT_DESC_CACHE], cfg->desc_cache);
+	atomic_init(&d->opt[UVN_OPT_DESC_CACHE_THR], cfg->desc_cache_thr);
+	atomic_init(&d->opt[UVN_OPT_TX_FREE_THRESH], cfg->tx_free_thresh);
+	fc.path = d->path;
+	ret = uvn_vu_fe_connect(&fc, &d->fe);
+	if (ret) {
+		UVN_ERR("uvnet driver %s: %s: %s", d->path, cfg->server ? "no backend connected"
+			: "cannot connect", strerror(-ret));
+		free(d);
+		return ret;
+	}
+	ret = uvn_vu_fe_set_owner(d->fe);
+	if (!ret)
+		ret = uvn_vu_fe_negotiate(d->fe, PROTO_WANT, &d->offered, &d->max_pairs);
+	if (!ret)
+		ret = choose_features(d);
+	if (!ret)
+		ret = uvn_arena_create(arena_bytes(d), cfg->no_huge ? UVN_ARENA_NO_HUGE : 0, &d->arena);
+	if (!ret) {
+		d->arena_base = uvn_arena_base(d->arena);
+		d->arena_size = uvn_arena_size(d->arena);
+		ret = create_queues(d);
+	}
+	if (!ret)
+		ret = start(d);
+	if (ret) {
+		if (!drv_err(d))
+			atomic_store(&d->err, -ENOTCONN);
+		uvn_drv_close(d);
+		return ret;
+	}
+	*out = d;
+	return 0;
+}
+
+/* ------------------------------------------------------------ stop/close */
+
+static void ring_stop(struct uvn_drv *d, struct drv_ring *r)
+{
+	uint32_t base;
+
+	if (r->vq && !uvn_vu_fe_error(d->fe))
+		uvn_vu_fe_get_vring_base(d->fe, r->idx, &base);
+}
+
+void uvn_drv_stop(struct uvn_drv *d)
+{
+	if (d->stopped)
+		return;
+	d->stopped = true;
+	/* The backend stops using the rings before we take the buffers back. */
+	for (unsigned q = 0; d->fe && d->rxq && q < d->pairs; q++) {
+		ring_stop(d, &d->rxq[q].r);
+		ring_stop(d, &d->txq[q].r);
+	}
+	if (d->fe && d->has_ctrl)
+		ring_stop(d, &d->ctrl);
+	drv_fail(d, -ENOTCONN, NULL);
+	for (unsigned q = 0; d->rxq && q < d->pairs; q++) {
+		if (d->rxq[q].r.vq)
+			drv_rxq_drain(&d->rxq[q]);
+		if (d->txq[q].r.vq)
+			drv_txq_drain(&d->txq[q]);
+	}
+	if (d->ctrl.vq)
+		while (uvn_vq_drv_detach_unused(d->ctrl.vq))
+			;
+	uvn_vu_fe_destroy(d->fe);
+	d->fe = NULL;
+}
+
+void uvn_drv_close(struct uvn_drv *d)
+{
+	if (!d)
+		return;
+	uvn_drv_stop(d);
+	for (unsigned q = 0; d->rxq && q < d->pairs; q++) {
+		drv_ring_destroy(d, &d->rxq[q].r);
+		drv_rxq_fini(&d->rxq[q]);
+		drv_ring_destroy(d, &d->txq[q].r);
+		drv_txq_fini(&d->txq[q]);
+	}
+	drv_ring_destroy(d, &d->ctrl);
+	free(d->rxq);
+	free(d->txq);
+	uvn_arena_destroy(d->arena);
+	free(d);
+}
+
+/* ------------------------------------------------------ options, stats */
+
+int uvn_drv_set_opt(struct uvn_drv *d, enum uvn_drv_opt opt, unsigned value)
+{
+	switch (opt) {
+	case UVN_OPT_DEFERRED_ALLOC:
+	case UVN_OPT_DESC_CACHE:
+		if (value > 1)
+			return -EINVAL;
+		break;
+	case UVN_OPT_MRG_SIZING:
+		if (value > UVN_MRG_MTU_ONLY)
+			return -EINVAL;
+		break;
+	case UVN_OPT_DESC_CACHE_THR:
+		if (value == 0 || value > UVN_DRV_DESC_CACHE_MAX)
+			return -EINVAL;
+		break;
+	case UVN_OPT_TX_FREE_THRESH:
+		if (value > d->cfg.queue_size)
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	atomic_store_explicit(&d->opt[opt], value, memory_order_relaxed);
+	return 0;
+}
+
+unsigned uvn_drv_get_opt(const struct uvn_drv *d, enum uvn_drv_opt opt)
+{
+	return (unsigned)opt < UVN_OPT__COUNT ? drv_opt(d, opt) : 0;
+}
+
+uint64_t uvn_drv_features(const struct uvn_drv *d)
+{
+	return d->features;
+}
+
+uint64_t uvn_drv_protocol_features(const struct uvn_drv *d)
+{
+	return d->fe ? uvn_vu_fe_protocol_features(d->fe) : 0;
+}
+
+enum uvn_rx_mode uvn_drv_rx_mode(const struct uvn_drv *d)
+{
+	return d->rx_mode;
+}
+
+unsigned uvn_drv_queue_pairs(const struct uvn_drv *d)
+{
+	return d->pairs;
+}
+
+bool uvn_drv_has_ctrl(const struct uvn_drv *d)
+{
+	return d->has_ctrl;
+}
+
+int uvn_drv_error(const struct uvn_drv *d)
+{
+	return drv_err(d);
+}
+
+int uvn_drv_sock_fd(const struct uvn_drv *d)
+{
+	return d->fe ? uvn_vu_fe_fd(d->fe) : -1;
+}
+
+unsigned uvn_drv_mrg_buf_len(const struct uvn_drv *d, unsigned q)
+{
+	if (q >= d->pairs || d->rx_mode != UVN_RX_MERGEABLE)
+		return 0;
+	return drv_mrg_buf_len(&d->rxq[q]);
+}
+
+int uvn_drv_rxq_stats(const struct uvn_drv *d, unsigned q, struct uvn_drv_rxq_stats *out)
+{
+	if (q >= d->pairs)
+		return -EINVAL;
+	*out = d->rxq[q].st;
+	out->indirect = uvn_vq_drv_stats(d->rxq[q].r.vq)->indirect;
+	return 0;
+}
+
+int uvn_drv_txq_stats(const struct uvn_drv *d, unsigned q, struct uvn_drv_txq_stats *out)
+{
+	if (q >= d->pairs)
+		return -EINVAL;
+	*out = d->txq[q].st;
+	out->indirect = uvn_vq_drv_stats(d->txq[q].r.vq)->indirect;
+	return 0;
+}
+
+const struct uvn_vq_stats *uvn_drv_vq_stats(const struct uvn_drv *d, unsigned vq)
+{
+	const struct drv_ring *r = NULL;
+
+	if (vq < 2 * d->pairs)
+		r = vq & 1 ? &d->txq[vq / 2].r : &d->rxq[vq / 2].r;
+	else if (vq == 2 * d->pairs && d->has_ctrl)
+		r = &d->ctrl;
+	return r && r->vq ? uvn_vq_drv_stats(r->vq) : NULL;
+}
+
+int uvn_drv_mem_info(const struct uvn_drv *d, unsigned q, struct uvn_drv_mem_info *out)
+{
+	const struct drv_rxq *rq;
+	const struct drv_txq *tq;
+
+	if (q >= d->pairs)
+		return -EINVAL;
+	rq = &d->rxq[q];
+	tq = &d->txq[q];
+	memset(out, 0, sizeof(*out));
+	out->rx_frags_out = uvn_frag_pool_stats(rq->frags)->frags_out;
+	out->rx_frag_pages = uvn_frag_pool_stats(rq->frags)->pages_used;
+	out->rx_pkts_free = uvn_pkt_pool_avail(rq->pkts);
+	out->rx_pkts_total = uvn_pkt_pool_count(rq->pkts);
+	out->rx_posted = rq->posted;
+	out->tx_pkts_free = uvn_pkt_pool_avail(tq->pool);
+	out->tx_pkts_total = uvn_pkt_pool_count(tq->pool);
+	out->tx_in_flight = tq->r.vq ? tq->r.num - uvn_vq_drv_num_free(tq->r.vq) : 0;
+	out->arena_in_use = uvn_arena_in_use(d->arena);
+	out->arena_size = uvn_arena_size(d->arena);
+	out->huge = uvn_arena_is_huge(d->arena);
+	return 0;
+}

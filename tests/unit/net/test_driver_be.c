@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: MIT */
+/* The in-process backend of test_driver_be.h. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "net/device/netdev.h"
+#include "ring/ring.h"
+#include "test_driver_be.h"
+#include "vhost_user/backend.h"
+#include "vhost_user/msg.h"
+
+#define MAXQ 8
+#define MAX_REC 4096
+#define MAX_PEND 4096
+
+struct slot {
+	struct uvn_netdev_q *nq;   /* allocated, NULL while not ready */
+	struct uvn_vu_queue *vu;
+};
+
+struct rec {
+	uint8_t *data;
+	unsigned len;
+	uint8_t flags, gso;
+};
+
+struct tbe {
+	struct tbe_cfg cfg;
+	char dir[64], path[108];
+	int lfd, cfd;
+	pthread_t th;
+	atomic_bool stop, kill, corrupt, babble, stall;
+	atomic_bool connected;
+	struct uvn_vu_backend *be;
+	_Atomic uint64_t features;
+	struct slot rx[MAXQ], tx[MAXQ], ctrl;
+	struct uvn_pkt_pool *small, *big;
+	pthread_mutex_t mu;        /* guards rec, pending, counters read by the test */
+	struct rec rec[MAX_REC];
+	unsigned nrec;
+	struct { unsigned q; struct uvn_pkt *p; } pend[MAX_PEND];
+	unsigned npend;
+	_Atomic uint64_t txf;
+	uint64_t rxf, drops;
+	_Atomic unsigned ctrl_cmds, pairs_set;
+};
+
+uint64_t tbe_default_features(void)
+{
+	return 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_NET_F_MRG_RXBUF |
+	       1ull << VIRTIO_RING_F_INDIRECT_DESC | 1ull << VIRTIO_RING_F_EVENT_IDX |
+	       1ull << VIRTIO_F_RING_PACKED | 1ull << VIRTIO_F_IN_ORDER | 1ull << VIRTIO_NET_F_CSUM |
+	       1ull << VIRTIO_NET_F_GUEST_CSUM;
+}
+
+static struct slot *slot_of(struct tbe *b, unsigned idx)
+{
+	unsigned pairs = b->cfg.pairs;
+
+	if ((b->cfg.ctrl || pairs > 1) && idx == 2 * pairs)
+		return &b->ctrl;
+	if (idx >= 2 * pairs)
+		return NULL;
+	return idx & 1 ? &b->tx[idx / 2] : &b->rx[idx / 2];
+}
+
+static void notify(void *ctx)
+{
+	uvn_vu_queue_notify(ctx);
+}
+
+static void queue_ready(void *ctx, struct uvn_vu_queue *q, bool ready)
+{
+	struct tbe *b = ctx;
+	struct slot *s = slot_of(b, q->idx);
+
+	if (!s)
+		return;
+	if (!ready) {
+		free(s->nq);
+		s->nq = NULL;
+		s->vu = NULL;
+		return;
+	}
+	if (!s->nq)
+		s->nq = calloc(1, sizeof(*s->nq));
+	s->vu = q;
+	/* The device reads guest tx and control rings. */
+	uvn_netdev_q_init(s->nq, q->vq, b->features, (q->idx & 1) || s == &b->ctrl);
+	s->nq->notify = notify;
+	s->nq->notify_ctx = q;
+}
+
+static int set_features(void *ctx, uint64_t f)
+{
+	((struct tbe *)ctx)->features = f;
+	return 0;
+}
+
+static const struct uvn_vu_device_ops ops = { .queue_ready = queue_ready, .set_features = set_features };
+
+static int set_pairs(void *ctx, unsigned pairs)
+{
+	struct tbe *b = ctx;
+
+	if (pairs > b->cfg.pairs)
+		return -EINVAL;
+	b->pairs_set = pairs;
+	return 0;
+}
+
+/* The callers below hold b->mu: the pools are shared with tbe_inject(). */
+static void record(struct tbe *b, struct uvn_pkt *p)
+{
+	if (b->nrec < MAX_REC) {
+		struct rec *r = &b->rec[b->nrec++];
+
+		r->data = malloc(p->len);
+		r->len = p->len;
+		uvn_pkt_read(p, 0, r->data, p->len);
+		r->flags = p->vnet.flags;
+		r->gso = p->vnet.gso_type;
+	}
+}
+
+static void add_pending(struct tbe *b, unsigned q, struct uvn_pkt *p)
+{
+	if (b->npend == MAX_PEND) {
+		uvn_pkt_free(p);
+		b->drops++;
+		return;
+	}
+	b->pend[b->npend].q = q;
+	b->pend[b->npend].p = p;
+	b->npend++;
+}
+
+/* Frames towards the driver, in order per queue; what does not fit waits. */
+static void deliver(struct tbe *b)
+{
+	unsigned keep = 0;
+	bool blocked[MAXQ] = { false };
+
+	for (unsigned i = 0; i < b->npend; i++) {
+		unsigned q = b->pend[i].q;
+		struct slot *s = &b->rx[q];
+		uint64_t before;
+
+		if (blocked[q] || !s->nq || s->nq->broken) {
+			b->pend[keep++] = b->pend[i];
+			blocked[q] = true;
+			continue;
+		}
+		before = s->nq->st.drop_toobig + s->nq->st.drop_offload;
+		if (uvn_netdev_rx(s->nq, &b->pend[i].p, 1) == 1) {
+			b->rxf++;
+			uvn_pkt_free(b->pend[i].p);
+		} else if (s->nq->st.drop_toobig + s->nq->st.drop_offload != before) {
+			b->drops++;
+			uvn_pkt_free(b->pend[i].p);
+		} else {
+			b->pend[keep++] = b->pend[i];
+			blocked[q] = true;
+		}
+	}
+	b->npend = keep;
+}
+
+static void process(struct tbe *b)
+{
+	struct uvn_pkt *pkts[32];
+
+	pthread_mutex_lock(&b->mu);
+	for (unsigned q = 0; q < b->cfg.pairs; q++) {
+		struct slot *s = &b->tx[q];
+		unsigned n;
+
+		if (!s->nq || s->nq->broken)
+			continue;
+		n = uvn_netdev_tx(s->nq, b->small, b->big, pkts, 32);
+		for (unsigned i = 0; i < n; i++) {
+			b->txf++;
+			if (b->cfg.mode == TBE_SINK) {
+				record(b, pkts[i]);
+				uvn_pkt_free(pkts[i]);
+			} else {
+				add_pending(b, q, pkts[i]);
+			}
+		}
+	}
+	if (b->ctrl.nq && !b->ctrl.nq->broken)
+		b->ctrl_cmds += uvn_netdev_ctrl(b->ctrl.nq, set_pairs, b);
+	deliver(b);
+	pthread_mutex_unlock(&b->mu);
+}
+
+static void corrupt(struct tbe *b)
+{
+	struct slot *s = &b->rx[0];
+	struct uvn_vq_chain ch = { .id = 0x7fff, .ndesc = 1 };
+
+	if (!s->nq)
+		return;
+	/* An id far beyond the ring: the driver must refuse it. */
+	uvn_vq_dev_push(s->nq->vq, &ch, 64);
+	uvn_vq_dev_flush(s->nq->vq);
+}
+
+static void drop_conn(struct tbe *b)
+{
+	if (b->be) {
+		uvn_vu_backend_destroy(b->be); /* stops every queue, closes the socket */
+		b->be = NULL;
+	}
+	atomic_store(&b->connected, false);
+}
+
+static void *thread_main(void *arg)
+{
+	struct tbe *b = arg;
+
+	while (!atomic_load(&b->stop)) {
+		struct pollfd p = { .fd = b->be ? uvn_vu_backend_fd(b->be) : b->lfd, .events = POLLIN };
+		bool busy = b->be && !atomic_load(&b->stall);
+
+		if (poll(&p, 1, busy ? 0 : 2) > 0) {
+			if (!b->be) {
+				int fd = uvn_vu_accept(b->lfd);
+				struct uvn_vu_backend_cfg bc = {
+					.features = b->cfg.features ? b->cfg.features : tbe_default_features(),
+					.protocol_features = b->cfg.protocol,
+					.queue_num = 2 * b->cfg.pairs + (b->cfg.ctrl || b->cfg.pairs > 1),
+					.ops = &ops, .ctx = b, .name = "test-backend",
+				};
+
+				if (b->cfg.pairs > 1 || b->cfg.ctrl)
+					bc.features |= 1ull << VIRTIO_NET_F_CTRL_VQ | 1ull << VIRTIO_NET_F_CTRL_RX |
+						       1ull << VIRTIO_NET_F_CTRL_MAC_ADDR;
+				if (b->cfg.pairs > 1)
+					bc.features |= 1ull << VIRTIO_NET_F_MQ;
+				if (fd >= 0 && uvn_vu_backend_create(fd, &bc, &b->be) == 0) {
+					atomic_store(&b->connected, true);
+				} else if (fd >= 0) {
+					close(fd);
+				}
+			} else if (uvn_vu_backend_handle(b->be) < 0) {
+				drop_conn(b);
+			}
+		}
+		if (atomic_exchange(&b->kill, false))
+			drop_conn(b);
+		if (b->be && atomic_exchange(&b->corrupt, false))
+			corrupt(b);
+		if (b->be && atomic_exchange(&b->babble, false)) {
+			struct uvn_vu_msg m;
+
+			uvn_vu_msg_init(&m, VHOST_USER_GET_FEATURES, VHOST_USER_VERSION, 0);
+			uvn_vu_msg_send(uvn_vu_backend_fd(b->be), &m);
+		}
+		if (busy)
+			process(b);
+	}
+	drop_conn(b);
+	return NULL;
+}
+
+struct tbe *tbe_start(const struct tbe_cfg *cfg, const char **path)
+{
+	struct uvn_pkt_pool_cfg sc = { .count = 1024, .buf_size = 2048, .name = "tbe-small" };
+	struct uvn_pkt_pool_cfg bc = { .count = 64, .buf_size = 65536 + 128, .name = "tbe-big" };
+	struct tbe *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->cfg = *cfg;
+	if (!b->cfg.pairs)
+		b->cfg.pairs = 1;
+	snprintf(b->dir, sizeof(b->dir), "/tmp/uvn-drvtest-XXXXXX");
+	if (!mkdtemp(b->dir))
+		goto fail;
+	snprintf(b->path, sizeof(b->path), "%s/vu.sock", b->dir);
+	b->lfd = uvn_vu_listen(b->path);
+	if (b->lfd < 0)
+		goto fail;
+	if (uvn_pkt_pool_create(&sc, &b->small) || uvn_pkt_pool_create(&bc, &b->big))
+		goto fail;
+	pthread_mutex_init(&b->mu, NULL);
+	atomic_store(&b->stall, cfg->stall);
+	if (pthread_create(&b->th, NULL, thread_main, b))
+		goto fail;
+	*path = b->path;
+	return b;
+fail:
+	free(b);
+	return NULL;
+}
+
+void tbe_stop(struct tbe *b)
+{
+	atomic_store(&b->stop, true);
+	pthread_join(b->th, NULL);
+	for (unsigned i = 0; i < b->npend; i++)
+		uvn_pkt_free(b->pend[i].p);
+	for (unsigned i = 0; i < b->nrec; i++)
+		free(b->rec[i].data);
+	for (unsigned i = 0; i < MAXQ; i++) {
+		free(b->rx[i].nq);
+		free(b->tx[i].nq);
+	}
+	free(b->ctrl.nq);
+	uvn_pkt_pool_destroy(b->small);
+	uvn_pkt_pool_destroy(b->big);
+	close(b->lfd);
+	unlink(b->path);
+	rmdir(b->dir);
+	pthread_mutex_destroy(&b->mu);
+	free(b);
+}
+
+static uint64_t locked_u64(struct tbe *b, const uint64_t *v)
+{
+	uint64_t r;
+
+	pthread_mutex_lock(&b->mu);
+	r = *v;
+	pthread_mutex_unlock(&b->mu);
+	return r;
+}
+
+uint64_t tbe_tx_frames(struct tbe *b)
+{
+	return atomic_load(&b->txf);
+}
+
+uint64_t tbe_rx_frames(struct tbe *b)
+{
+	return locked_u64(b, &b->rxf);
+}
+
+uint64_t tbe_drops(struct tbe *b)
+{
+	return locked_u64(b, &b->drops);
+}
+
+int tbe_frame(struct tbe *b, unsigned i, void *buf, unsigned cap)
+{
+	int len = -1;
+
+	pthread_mutex_lock(&b->mu);
+	if (i < b->nrec && b->rec[i].len <= cap) {
+		memcpy(buf, b->rec[i].data, b->rec[i].len);
+		len = (int)b->rec[i].len;
+	}
+	pthread_mutex_unlock(&b->mu);
+	return len;
+}
+
+int tbe_frame_hdr(struct tbe *b, unsigned i, uint8_t *flags, uint8_t *gso_type)
+{
+	int r = -1;
+
+	pthread_mutex_lock(&b->mu);
+	if (i < b->nrec) {
+		*flags = b->rec[i].flags;
+		*gso_type = b->rec[i].gso;
+		r = 0;
+	}
+	pthread_mutex_unlock(&b->mu);
+	return r;
+}
+
+void tbe_inject(struct tbe *b, unsigned q, const void *frame, unsigned len)
+{
+	struct uvn_pkt *p;
+
+	pthread_mutex_lock(&b->mu);
+	p = uvn_pkt_alloc(len <= 2048 ? b->small : b->big);
+	if (p) {
+		memcpy(p->buf, frame, len);
+		uvn_pkt_set_buf(p, len);
+		add_pending(b, q, p);
+	}
+	pthread_mutex_unlock(&b->mu);
+}
+
+unsigned tbe_pending(struct tbe *b)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&b->mu);
+	n = b->npend;
+	pthread_mutex_unlock(&b->mu);
+	return n;
+}
+
+void tbe_unstall(struct tbe *b)
+{
+	atomic_store(&b->stall, false);
+}
+
+void tbe_kill(struct tbe *b)
+{
+	atomic_store(&b->kill, true);
+	while (atomic_load(&b->kill))
+		usleep(1000);
+}
+
+void tbe_corrupt(struct tbe *b)
+{
+	atomic_store(&b->corrupt, true);
+	while (atomic_load(&b->corrupt))
+		usleep(1000);
+}
+
+void tbe_babble(struct tbe *b)
+{
+	atomic_store(&b->babble, true);
+	while (atomic_load(&b->babble))
+		usleep(1000);
+}
+
+unsigned tbe_ctrl_cmds(struct tbe *b)
+{
+	return atomic_load(&b->ctrl_cmds);
+}
+
+unsigned tbe_pairs_set(struct tbe *b)
+{
+	return atomic_load(&b->pairs_set);
+}
+
+bool tbe_connected(struct tbe *b)
+{
+	return atomic_load(&b->connected);
+}
+
+uint64_t tbe_features(struct tbe *b)
+{
+	return atomic_load(&b->features);
+}
