@@ -426,6 +426,7 @@ int uvn_drv_open(const struct uvn_drv_cfg *cfg, struct uvn_drv **out)
 	if (!d)
 		return -ENOMEM;
 	d->cfg = *cfg;
+	d->ctrl.kick_fd = d->ctrl.call_fd = -1;
 	snprintf(d->path, sizeof(d->path), "%s", cfg->path);
 	d->cfg.path = d->path;
 	if (!d->cfg.rx_pkts)
