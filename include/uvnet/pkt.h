@@ -145,6 +145,14 @@ static inline void uvn_pkt_ubuf_put(struct uvn_pkt_ubuf *u)
 }
 
 /**
+ * Copy a packet's frame and metadata into a new packet from @p pool (one
+ * segment in its data room). For whoever must keep or modify a packet
+ * whose bytes are borrowed (ubuf set): keep the copy, free the original.
+ * @return the copy, or NULL if @p pool is empty or its rooms are too small
+ */
+struct uvn_pkt *uvn_pkt_copy(const struct uvn_pkt *p, struct uvn_pkt_pool *pool);
+
+/**
  * Copy @p len bytes starting at @p off of the packet's frame into @p dst.
  * @return bytes copied (less if the frame is shorter)
  */

@@ -339,6 +339,9 @@ uint16_t uvn_vq_dev_used_state(const struct uvn_vq_dev *vq);
 /** @return 0, or the error that broke the queue (negative). */
 int uvn_vq_dev_error(const struct uvn_vq_dev *vq);
 
+/** @return the queue size. */
+unsigned uvn_vq_dev_num(const struct uvn_vq_dev *vq);
+
 /** @return the queue's counters. */
 const struct uvn_vq_stats *uvn_vq_dev_stats(const struct uvn_vq_dev *vq);
 

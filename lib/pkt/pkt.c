@@ -175,3 +175,21 @@ size_t uvn_pkt_read(const struct uvn_pkt *p, size_t off, void *dst, size_t len)
 	}
 	return done;
 }
+
+struct uvn_pkt *uvn_pkt_copy(const struct uvn_pkt *p, struct uvn_pkt_pool *pool)
+{
+	struct uvn_pkt *c;
+
+	if (p->len > pool->buf_size)
+		return NULL;
+	c = uvn_pkt_alloc(pool);
+	if (!c)
+		return NULL;
+	uvn_pkt_read(p, 0, c->buf, p->len);
+	uvn_pkt_set_buf(c, p->len);
+	c->vnet = p->vnet;
+	c->port = p->port;
+	c->queue = p->queue;
+	c->user = p->user;
+	return c;
+}

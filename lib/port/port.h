@@ -45,6 +45,9 @@ struct uvn_port_ops {
 	/* Event mode: re-arm notifications for queue @q; false if frames are
 	 * already waiting (poll again before sleeping). */
 	bool (*arm)(struct uvn_port *p, unsigned q);
+	/* Optional: the frames rx returned from queue @q were forwarded and
+	 * freed; hand back what they borrowed (zero-copy). */
+	void (*complete)(struct uvn_port *p, unsigned q);
 	void (*destroy)(struct uvn_port *p);
 };
 
@@ -58,25 +61,35 @@ struct uvn_port {
 	void *owner;          /* the daemon's context for wake */
 };
 
+/* What every port of a daemon shares. */
+struct uvn_port_env {
+	struct uvn_loop *loop;             /* control fds: sockets, timers */
+	struct uvn_pkt_pool *small, *big;  /* packets with data rooms */
+	struct uvn_pkt_pool *ext;          /* descriptors only, for zero-copy */
+	bool poll_mode;                    /* busy-poll: ask guests not to kick */
+	int zerocopy;                      /* enum uvn_zc_mode */
+	uint32_t zc_min;                   /* auto: frames shorter are copied */
+	unsigned zc_max_held;              /* chains one queue may hold (0: half the ring) */
+};
+
 /*
  * Create ports from their command-line specification:
  *   vhost-user:PATH[,client][,queues=N]   tap:IFNAME
- * @loop receives the port's control fds (sockets, timers).
  * @return 0 or -errno, with a message logged.
  */
-int uvn_port_create(const char *spec, struct uvn_loop *loop, struct uvn_pkt_pool *small,
-		    struct uvn_pkt_pool *big, bool poll_mode, struct uvn_port **out);
+int uvn_port_create(const char *spec, const struct uvn_port_env *env, struct uvn_port **out);
 
 /* A vhost-user port: a guest's virtio-net device. */
 struct uvn_vhost_port_cfg {
 	const char *path;     /* socket */
 	bool client;          /* connect (and reconnect) instead of listening */
 	unsigned queues;      /* queue pairs offered */
-	bool poll_mode;       /* busy-poll: ask the guest not to kick */
 };
-int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, struct uvn_loop *loop,
-			  struct uvn_pkt_pool *small, struct uvn_pkt_pool *big,
+int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, const struct uvn_port_env *env,
 			  struct uvn_port **out);
+
+/* Change the zero-copy mode of every queue of a vhost-user port (idle queues only). */
+void uvn_port_vhost_set_zerocopy(struct uvn_port *p, int mode);
 
 int uvn_port_tap_create(const char *ifname, struct uvn_loop *loop, struct uvn_pkt_pool *small,
 			struct uvn_pkt_pool *big, struct uvn_port **out);

@@ -33,8 +33,7 @@ static int parse_vhost(char *args, struct uvn_vhost_port_cfg *cfg)
 	return 0;
 }
 
-int uvn_port_create(const char *spec, struct uvn_loop *loop, struct uvn_pkt_pool *small,
-		    struct uvn_pkt_pool *big, bool poll_mode, struct uvn_port **out)
+int uvn_port_create(const char *spec, const struct uvn_port_env *env, struct uvn_port **out)
 {
 	char buf[256];
 	int r = -EINVAL;
@@ -43,14 +42,14 @@ int uvn_port_create(const char *spec, struct uvn_loop *loop, struct uvn_pkt_pool
 		goto bad;
 	strcpy(buf, spec);
 	if (!strncmp(buf, "vhost-user:", 11)) {
-		struct uvn_vhost_port_cfg cfg = { .poll_mode = poll_mode };
+		struct uvn_vhost_port_cfg cfg = { 0 };
 
 		if (parse_vhost(buf + 11, &cfg))
 			goto bad;
-		return uvn_port_vhost_create(&cfg, loop, small, big, out);
+		return uvn_port_vhost_create(&cfg, env, out);
 	}
 	if (!strncmp(buf, "tap:", 4) && buf[4])
-		return uvn_port_tap_create(buf + 4, loop, small, big, out);
+		return uvn_port_tap_create(buf + 4, env->loop, env->small, env->big, out);
 bad:
 	UVN_ERR("bad port '%s': expected vhost-user:PATH[,client][,queues=N] or tap:IFNAME", spec);
 	return r;

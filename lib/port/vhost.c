@@ -35,7 +35,7 @@ struct vhost_port {
 	struct uvn_vhost_port_cfg cfg;
 	char path[108];
 	struct uvn_loop *loop;
-	struct uvn_pkt_pool *small, *big;
+	struct uvn_port_env env;
 	struct uvn_handler listen_h, conn_h, retry_h;
 	struct uvn_vu_backend *be;
 	uint64_t features;
@@ -57,7 +57,7 @@ static unsigned vhost_rx(struct uvn_port *port, unsigned q, struct uvn_pkt **pkt
 
 	if (UVN_UNLIKELY(!s->vu))
 		return 0;
-	got = uvn_netdev_tx(&s->nq, v->small, v->big, pkts, n);
+	got = uvn_netdev_tx(&s->nq, v->env.small, v->env.big, pkts, n);
 	for (unsigned i = 0; i < got; i++) {
 		pkts[i]->port = port->id;
 		pkts[i]->queue = (uint16_t)q;
@@ -75,6 +75,25 @@ static unsigned vhost_tx(struct uvn_port *port, unsigned q, struct uvn_pkt *cons
 		return 0;
 	}
 	return uvn_netdev_rx(&s->nq, pkts, n);
+}
+
+static void vhost_complete(struct uvn_port *port, unsigned q)
+{
+	struct vhost_port *v = (struct vhost_port *)port;
+
+	if (v->tx[q].vu)
+		uvn_netdev_tx_complete(&v->tx[q].nq);
+}
+
+void uvn_port_vhost_set_zerocopy(struct uvn_port *port, int mode)
+{
+	struct vhost_port *v = (struct vhost_port *)port;
+
+	v->env.zerocopy = mode;
+	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++)
+		if (v->tx[i].vu)
+			uvn_netdev_q_set_zerocopy(&v->tx[i].nq, (enum uvn_zc_mode)mode, v->env.zc_min,
+						  v->env.zc_max_held, v->env.ext);
 }
 
 static unsigned vhost_nqueues(struct uvn_port *port)
@@ -196,6 +215,10 @@ static struct vq_slot *slot_of(struct vhost_port *v, unsigned idx)
 
 static void queue_stop(struct vhost_port *v, struct vq_slot *s, bool guest_tx)
 {
+	/* Forwarding is synchronous: whatever a burst borrowed went back
+	 * before the control path runs, so nothing is held here. */
+	uvn_netdev_tx_complete(&s->nq);
+	uvn_netdev_q_fini(&s->nq);
 	if (s->kick_h.fd >= 0) {
 		uvn_loop_del(v->loop, &s->kick_h);
 		s->kick_h.fd = -1;
@@ -216,12 +239,16 @@ static void queue_start(struct vhost_port *v, struct vq_slot *s, struct uvn_vu_q
 	s->nq.log_write = log_write;
 	s->nq.log_used = log_used;
 	s->nq.log_ctx = s;
+	if (guest_tx && s != &v->ctrl &&
+	    uvn_netdev_q_set_zerocopy(&s->nq, (enum uvn_zc_mode)v->env.zerocopy, v->env.zc_min,
+				      v->env.zc_max_held, v->env.ext))
+		UVN_WARN("%s: no memory for zero-copy on queue %u: copying", v->base.name, q->idx);
 	if (!guest_tx) {
 		/* We never wait for rx buffers: frames without room are dropped. */
 		uvn_vq_dev_disable_notify(q->vq);
 		return;
 	}
-	if (v->cfg.poll_mode && s != &v->ctrl) {
+	if (v->env.poll_mode && s != &v->ctrl) {
 		uvn_vq_dev_disable_notify(q->vq);
 		return;
 	}
@@ -394,11 +421,11 @@ static const struct uvn_port_ops vhost_ops = {
 	.nqueues = vhost_nqueues,
 	.stats = vhost_stats,
 	.arm = vhost_arm,
+	.complete = vhost_complete,
 	.destroy = vhost_destroy,
 };
 
-int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, struct uvn_loop *loop,
-			  struct uvn_pkt_pool *small, struct uvn_pkt_pool *big,
+int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, const struct uvn_port_env *env,
 			  struct uvn_port **out)
 {
 	struct vhost_port *v;
@@ -415,9 +442,8 @@ int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, struct uvn_loop 
 	v->cfg = *cfg;
 	snprintf(v->path, sizeof(v->path), "%s", cfg->path);
 	v->cfg.path = v->path;
-	v->loop = loop;
-	v->small = small;
-	v->big = big;
+	v->env = *env;
+	v->loop = env->loop;
 	v->pairs_on = 1;
 	v->listen_h.fd = v->conn_h.fd = v->retry_h.fd = -1;
 	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++) {
@@ -435,7 +461,7 @@ int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, struct uvn_loop 
 			return r;
 		}
 		v->listen_h = (struct uvn_handler){ .fd = r, .fn = on_accept, .ctx = v };
-		r = uvn_loop_add(loop, &v->listen_h, EPOLLIN);
+		r = uvn_loop_add(v->loop, &v->listen_h, EPOLLIN);
 		if (r) {
 			close(v->listen_h.fd);
 			free(v);

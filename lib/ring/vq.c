@@ -453,6 +453,11 @@ uint16_t uvn_vq_dev_used_state(const struct uvn_vq_dev *vq)
 	return vq->split.used_idx;
 }
 
+unsigned uvn_vq_dev_num(const struct uvn_vq_dev *vq)
+{
+	return vq->num;
+}
+
 int uvn_vq_dev_error(const struct uvn_vq_dev *vq)
 {
 	return vq->err;

@@ -108,20 +108,35 @@ static void do_switch(struct uvn_fwd *f, struct uvn_port *in, unsigned q, struct
 			send_list(f->ports[o], q, &out[o]);
 }
 
-static void do_loopback(struct uvn_port *in, unsigned q, struct uvn_pkt **pkts, unsigned n)
+static void do_loopback(struct uvn_fwd *f, struct uvn_port *in, unsigned q, struct uvn_pkt **pkts,
+			unsigned n)
 {
-	for (unsigned i = 0; i < n; i++) {
-		uint8_t *m = pkts[i]->seg[0].iov_base, t[6];
+	unsigned out = 0;
 
-		/* Frames were copied into our own buffers at ingress. */
-		if (pkts[i]->seg[0].iov_len >= 12 && pkts[i]->buf) {
-			memcpy(t, m, 6);
-			memcpy(m, m + 6, 6);
-			memcpy(m + 6, t, 6);
+	for (unsigned i = 0; i < n; i++) {
+		struct uvn_pkt *p = pkts[i];
+		uint8_t *m, t[6];
+
+		/* The swap writes the frame: never into a guest's TX buffer. */
+		if (p->ubuf || p->seg[0].iov_len < 12) {
+			struct uvn_pkt *c = f->copy_pool ? uvn_pkt_copy(p, f->copy_pool) : NULL;
+
+			uvn_pkt_free(p);
+			if (!c || c->len < 12) {
+				if (c)
+					uvn_pkt_free(c);
+				continue;
+			}
+			p = c;
 		}
+		m = p->seg[0].iov_base;
+		memcpy(t, m, 6);
+		memcpy(m, m + 6, 6);
+		memcpy(m + 6, t, 6);
+		pkts[out++] = p;
 	}
-	in->ops->tx(in, q, pkts, n);
-	uvn_pkt_free_bulk(pkts, n);
+	in->ops->tx(in, q, pkts, out);
+	uvn_pkt_free_bulk(pkts, out);
 }
 
 void uvn_fwd_burst(struct uvn_fwd *f, struct uvn_port *in, unsigned q, struct uvn_pkt **pkts,
@@ -132,7 +147,7 @@ void uvn_fwd_burst(struct uvn_fwd *f, struct uvn_port *in, unsigned q, struct uv
 		do_switch(f, in, q, pkts, n);
 		break;
 	case UVN_FWD_LOOPBACK:
-		do_loopback(in, q, pkts, n);
+		do_loopback(f, in, q, pkts, n);
 		break;
 	default:
 		f->st.sunk += n;

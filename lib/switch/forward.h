@@ -32,6 +32,7 @@ struct uvn_fwd {
 	unsigned nports;
 	struct uvn_fdb fdb;
 	struct uvn_pkt_pool *pool;   /* txonly frames */
+	struct uvn_pkt_pool *copy_pool; /* loopback: copies of borrowed frames */
 	uint32_t txonly_size;
 	struct uvn_fwd_stats st;
 };

@@ -6,7 +6,7 @@
 # agree at both boundaries: guest NIC <-> uvnetd vhost port, and TAP
 # device (kernel side) <-> uvnetd tap port; and no errors.
 #
-# Usage: uvnetd_guest_tap.sh --uvnetd PATH [--test-name NAME] [--poll]
+# Usage: uvnetd_guest_tap.sh --uvnetd PATH [--test-name NAME] [--poll] [--uvnetd-opt OPT]...
 #        [--qemu-server] [guest ring options: --packed on --mrg-rxbuf off ...]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -21,6 +21,7 @@ while (($#)); do
 	--uvnetd) UVNETD=$2; shift 2 ;;
 	--test-name) name=$2; shift 2 ;;
 	--poll) uopts+=(--poll); shift ;;
+	--uvnetd-opt) uopts+=("$2"); shift 2 ;;
 	--qemu-server) server=1; shift ;;
 	--queues) queues=$2; gopts+=("$1" "$2"); shift 2 ;;
 	--packed | --mrg-rxbuf | --event-idx | --indirect) gopts+=("$1" "$2"); shift 2 ;;

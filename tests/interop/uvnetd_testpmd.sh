@@ -9,7 +9,7 @@
 #             (rxonly, still polling) has received exactly what uvnetd sent
 #
 # Usage: uvnetd_testpmd.sh --uvnetd PATH [--test-name NAME] [--vu-args DEVARGS]
-#        [--poll] [--seconds N]
+#        [--poll] [--uvnetd-opt OPT]... [--seconds N]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib/testpmd.sh"
@@ -23,6 +23,7 @@ while (($#)); do
 	--test-name) name=$2; shift 2 ;;
 	--vu-args) vuargs=$2; shift 2 ;;
 	--poll) uopts+=(--poll); shift ;;
+	--uvnetd-opt) uopts+=("$2"); shift 2 ;;
 	--seconds) secs=$2; shift 2 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac

@@ -4,7 +4,7 @@
 # replies and that each guest's counters equal its uvnetd port's, with no
 # errors.
 #
-# Usage: uvnetd_two_guests.sh --uvnetd PATH [--test-name NAME] [--poll]
+# Usage: uvnetd_two_guests.sh --uvnetd PATH [--test-name NAME] [--poll] [--uvnetd-opt OPT]...
 #        [guest ring options for both: --packed on ...]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -18,6 +18,7 @@ while (($#)); do
 	--uvnetd) UVNETD=$2; shift 2 ;;
 	--test-name) name=$2; shift 2 ;;
 	--poll) uopts+=(--poll); shift ;;
+	--uvnetd-opt) uopts+=("$2"); shift 2 ;;
 	--packed | --mrg-rxbuf | --event-idx | --indirect) gopts+=("$1" "$2"); shift 2 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac

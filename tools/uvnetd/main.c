@@ -27,8 +27,11 @@ static void drain(struct uvnetd *d, struct uvn_port *p, unsigned q)
 	struct uvn_pkt *pkts[BURST];
 	unsigned n;
 
-	while ((n = p->ops->rx(p, q, pkts, BURST)))
+	while ((n = p->ops->rx(p, q, pkts, BURST))) {
 		uvn_fwd_burst(&d->fwd, p, q, pkts, n);
+		if (p->ops->complete)
+			p->ops->complete(p, q);
+	}
 }
 
 /* Event mode: a port said queue @q has frames. */
@@ -78,6 +81,8 @@ static int poll_round(struct uvnetd *d)
 
 			if (n) {
 				uvn_fwd_burst(&d->fwd, p, q, pkts, n);
+				if (p->ops->complete)
+					p->ops->complete(p, q);
 				moved += (int)n;
 			}
 			if (d->o.mode == UVN_FWD_TXONLY)
@@ -128,20 +133,29 @@ static int setup_pools(struct uvnetd *d)
 	struct uvn_pkt_pool_cfg small = { .count = 16384, .buf_size = SMALL_BUF, .name = "small" };
 	struct uvn_pkt_pool_cfg big = { .count = 512, .buf_size = BIG_BUF, .name = "big" };
 	struct uvn_pkt_pool_cfg gen = { .count = 1024, .buf_size = SMALL_BUF, .name = "txonly" };
+	struct uvn_pkt_pool_cfg ext = { .count = 4096, .name = "zerocopy" };
 	int r = uvn_pkt_pool_create(&small, &d->small);
 
 	if (!r)
 		r = uvn_pkt_pool_create(&big, &d->big);
 	if (!r)
 		r = uvn_pkt_pool_create(&gen, &d->gen);
+	if (!r)
+		r = uvn_pkt_pool_create(&ext, &d->ext);
 	return r;
 }
 
 static int setup_ports(struct uvnetd *d)
 {
+	struct uvn_port_env env = {
+		.loop = d->loop, .small = d->small, .big = d->big, .ext = d->ext,
+		.poll_mode = d->o.poll, .zerocopy = d->o.zerocopy, .zc_min = d->o.zc_min,
+		.zc_max_held = d->o.zc_max_held,
+	};
+
 	for (unsigned i = 0; i < d->o.nports; i++) {
 		struct uvn_port *p;
-		int r = uvn_port_create(d->o.port_specs[i], d->loop, d->small, d->big, d->o.poll, &p);
+		int r = uvn_port_create(d->o.port_specs[i], &env, &p);
 
 		if (r)
 			return r;
@@ -174,6 +188,7 @@ static void teardown(struct uvnetd *d)
 	uvn_pkt_pool_destroy(d->small);
 	uvn_pkt_pool_destroy(d->big);
 	uvn_pkt_pool_destroy(d->gen);
+	uvn_pkt_pool_destroy(d->ext);
 	uvn_loop_destroy(d->loop);
 }
 
@@ -191,6 +206,7 @@ int main(int argc, char **argv)
 		r = setup_pools(&d);
 	if (!r)
 		r = uvn_fwd_init(&d.fwd, d.o.mode, d.gen, d.o.txonly_size);
+	d.fwd.copy_pool = d.small;
 	if (!r)
 		r = setup_ports(&d);
 	if (!r && d.o.stats_interval > 0) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/device/netdev.h"
 #include "uvnetd.h"
 
 void uvnetd_usage(FILE *f)
@@ -23,6 +24,12 @@ void uvnetd_usage(FILE *f)
 	      "                       drop), txonly (generate frames into every port)\n"
 	      "      --txonly-size N  frame size for txonly (default 64, 42..2048)\n"
 	      "      --poll           busy-poll the queues (default: sleep on kicks)\n"
+	      "      --zerocopy MODE  guest TX zero-copy: on, off or auto (default auto:\n"
+	      "                       frames of --zerocopy-min bytes or more are handed on in\n"
+	      "                       the guest's buffers, smaller ones are copied)\n"
+	      "      --zerocopy-min N auto's threshold in bytes (default 256)\n"
+	      "      --zerocopy-max-held N  chains a guest TX queue may have held before\n"
+	      "                       frames are copied (default: half the ring)\n"
 	      "      --cpu N          pin the data path to CPU N\n\n"
 	      "Output:\n"
 	      "  -s, --stats-interval SEC  print per-port rates every SEC seconds\n"
@@ -46,15 +53,32 @@ static int parse_mode(const char *s, enum uvn_fwd_mode *m)
 	return -1;
 }
 
+int uvnetd_parse_zc(const char *s, int *mode)
+{
+	static const char *const names[] = { [UVN_ZC_OFF] = "off", [UVN_ZC_ON] = "on",
+					     [UVN_ZC_AUTO] = "auto" };
+
+	for (int i = 0; i < 3; i++) {
+		if (!strcmp(s, names[i])) {
+			*mode = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
 {
-	enum { OPT_TXSIZE = 256, OPT_POLL, OPT_CPU };
+	enum { OPT_TXSIZE = 256, OPT_POLL, OPT_CPU, OPT_ZC, OPT_ZC_MIN, OPT_ZC_HELD };
 	static const struct option longopts[] = {
 		{ "port", required_argument, NULL, 'p' },
 		{ "forward", required_argument, NULL, 'f' },
 		{ "txonly-size", required_argument, NULL, OPT_TXSIZE },
 		{ "poll", no_argument, NULL, OPT_POLL },
 		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ "zerocopy", required_argument, NULL, OPT_ZC },
+		{ "zerocopy-min", required_argument, NULL, OPT_ZC_MIN },
+		{ "zerocopy-max-held", required_argument, NULL, OPT_ZC_HELD },
 		{ "stats-interval", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -68,6 +92,8 @@ int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
 	o->mode = UVN_FWD_SWITCH;
 	o->txonly_size = 64;
 	o->cpu = -1;
+	o->zerocopy = UVN_ZC_AUTO;
+	o->zc_min = 256;
 	while ((c = getopt_long(argc, argv, "p:f:s:jqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -97,6 +123,26 @@ int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
 			o->cpu = (int)strtol(optarg, &end, 10);
 			if (*end || o->cpu < 0) {
 				fprintf(stderr, "uvnetd: bad --cpu '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case OPT_ZC:
+			if (uvnetd_parse_zc(optarg, &o->zerocopy)) {
+				fprintf(stderr, "uvnetd: --zerocopy must be on, off or auto\n");
+				return -1;
+			}
+			break;
+		case OPT_ZC_MIN:
+			o->zc_min = (uint32_t)strtoul(optarg, &end, 10);
+			if (*end) {
+				fprintf(stderr, "uvnetd: bad --zerocopy-min '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case OPT_ZC_HELD:
+			o->zc_max_held = (unsigned)strtoul(optarg, &end, 10);
+			if (*end) {
+				fprintf(stderr, "uvnetd: bad --zerocopy-max-held '%s'\n", optarg);
 				return -1;
 			}
 			break;

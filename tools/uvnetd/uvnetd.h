@@ -22,12 +22,15 @@ struct uvnetd_opts {
 	double stats_interval;   /* seconds, 0: off */
 	bool json;
 	bool quiet;
+	int zerocopy;            /* enum uvn_zc_mode */
+	uint32_t zc_min;
+	unsigned zc_max_held;
 };
 
 struct uvnetd {
 	struct uvnetd_opts o;
 	struct uvn_loop *loop;
-	struct uvn_pkt_pool *small, *big, *gen;
+	struct uvn_pkt_pool *small, *big, *gen, *ext;
 	struct uvn_fwd fwd;
 	struct uvn_port *ports[UVNETD_MAX_PORTS];
 	unsigned nports;
@@ -40,6 +43,8 @@ struct uvnetd {
 };
 
 int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o);
+/* "on" | "off" | "auto" -> enum uvn_zc_mode. @return 0 or -1 */
+int uvnetd_parse_zc(const char *s, int *mode);
 void uvnetd_usage(FILE *f);
 
 /* Run until SIGINT/SIGTERM. */

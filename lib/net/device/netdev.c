@@ -9,6 +9,8 @@ const struct uvn_stat_desc uvn_netdev_q_stats_desc[] = {
 	S(packets), S(bytes), S(bursts), S(drop_nobuf), S(drop_toobig), S(drop_nopkt),
 	S(err_short), S(err_hdr), S(err_toolong), S(err_format), S(err_ring), S(drop_offload),
 	S(csum_sw), S(ctrl_cmds), S(ctrl_err), S(notify),
+	S(zc_packets), S(zc_copied), S(zc_fb_small), S(zc_fb_segs), S(zc_fb_held), S(zc_fb_nopkt),
+	S(zc_held), S(zc_held_peak),
 	{ NULL, 0 },
 };
 
@@ -21,6 +23,7 @@ void uvn_netdev_q_init(struct uvn_netdev_q *q, struct uvn_vq_dev *vq, uint64_t f
 	q->guest_csum = uvn_has_feature(features, VIRTIO_NET_F_GUEST_CSUM);
 	q->broken = false;
 	q->ring_err = 0;
+	q->zc = NULL;
 	/* The spec lets an IN_ORDER device write one used element per batch.
 	 * Drivers are tested against DPDK's vhost, which does that for packed
 	 * rings only and writes every split used entry: so do we. */

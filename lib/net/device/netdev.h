@@ -42,9 +42,22 @@ struct uvn_netdev_q_stats {
 	uint64_t ctrl_cmds;    /* control commands answered */
 	uint64_t ctrl_err;     /* control commands refused or malformed */
 	uint64_t notify;       /* driver notifications sent */
+	/* zero-copy tx (uvn_netdev_q_set_zerocopy) */
+	uint64_t zc_packets;   /* frames handed on in the guest's own buffers */
+	uint64_t zc_copied;    /* frames copied while zero-copy was on */
+	uint64_t zc_fb_small;  /* ... because they were below the size threshold */
+	uint64_t zc_fb_segs;   /* ... because they had more segments than a packet holds */
+	uint64_t zc_fb_held;   /* ... because too many chains were held already */
+	uint64_t zc_fb_nopkt;  /* ... because no packet descriptor was free */
+	uint64_t zc_held;      /* chains held now (a gauge) */
+	uint64_t zc_held_peak; /* most chains held at once */
 };
 
 extern const struct uvn_stat_desc uvn_netdev_q_stats_desc[];
+
+enum uvn_zc_mode { UVN_ZC_OFF, UVN_ZC_ON, UVN_ZC_AUTO };
+
+struct uvn_netdev_zc;
 
 struct uvn_netdev_q {
 	struct uvn_vq_dev *vq;
@@ -59,6 +72,7 @@ struct uvn_netdev_q {
 	void (*log_write)(void *ctx, const void *va, size_t len);
 	void (*log_used)(void *ctx);
 	void *log_ctx;
+	struct uvn_netdev_zc *zc;  /* zero-copy tx state, NULL when off */
 	struct iovec iov[UVN_NETDEV_MAX_IOV];
 	struct uvn_netdev_q_stats st;
 };
@@ -69,6 +83,30 @@ struct uvn_netdev_q {
  * so IN_ORDER lets one used entry complete a burst.
  */
 void uvn_netdev_q_init(struct uvn_netdev_q *q, struct uvn_vq_dev *vq, uint64_t features, bool tx);
+
+/*
+ * Zero-copy for a guest TX queue (seeds 001/004): frames are handed on as
+ * packets whose segments point into the guest's buffers; each chain goes
+ * back to the guest only when the last packet referring to it is freed
+ * (a uvn_pkt_ubuf completion), in ring order when IN_ORDER was negotiated.
+ * UVN_ZC_AUTO copies frames shorter than @min_len (copying them is
+ * cheaper); every mode copies when more than @max_held chains are held
+ * or a frame has more segments than a packet can hold, so a destination
+ * that keeps packets cannot starve the guest's ring. Packets come from
+ * @ext, a pool of descriptors without data rooms. Call with the queue idle.
+ * @return 0, or -ENOMEM
+ */
+int uvn_netdev_q_set_zerocopy(struct uvn_netdev_q *q, enum uvn_zc_mode mode, uint32_t min_len,
+			      unsigned max_held, struct uvn_pkt_pool *ext);
+
+/*
+ * Publish chains whose packets were freed since the last call (zero-copy),
+ * notifying the driver if it asked. Call after forwarding each burst.
+ */
+void uvn_netdev_tx_complete(struct uvn_netdev_q *q);
+
+/* Release what the queue allocated (zero-copy state); nothing may be held. */
+void uvn_netdev_q_fini(struct uvn_netdev_q *q);
 
 /*
  * Guest TX: turn up to @n chains into packets copied into descriptors from
