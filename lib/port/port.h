@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <uvnet/pkt.h>
 
@@ -48,6 +49,10 @@ struct uvn_port_ops {
 	/* Optional: the frames rx returned from queue @q were forwarded and
 	 * freed; hand back what they borrowed (zero-copy). */
 	void (*complete)(struct uvn_port *p, unsigned q);
+	/* Optional: print each queue's counters, as text lines or as JSON
+	 * objects, a comma before each but the very first (*first, shared
+	 * across ports) (for `uvnetd ctl show queues`). */
+	void (*dump_queues)(struct uvn_port *p, FILE *f, bool json, bool *first);
 	void (*destroy)(struct uvn_port *p);
 };
 

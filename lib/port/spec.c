@@ -7,6 +7,13 @@
 #include "port/port.h"
 #include "util/log.h"
 
+#define S(f) UVN_STAT(struct uvn_port_stats, f)
+const struct uvn_stat_desc uvn_port_stats_desc[] = {
+	S(rx_packets), S(rx_bytes), S(tx_packets), S(tx_bytes), S(drops), S(errors),
+	S(kicks), S(calls), S(calls_suppressed),
+	{ NULL, 0 },
+};
+
 static int parse_vhost(char *args, struct uvn_vhost_port_cfg *cfg)
 {
 	char *save = NULL, *opt;

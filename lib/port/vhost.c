@@ -96,6 +96,46 @@ void uvn_port_vhost_set_zerocopy(struct uvn_port *port, int mode)
 						  v->env.zc_max_held, v->env.ext);
 }
 
+static void dump_slot(struct vhost_port *v, const struct vq_slot *s, const char *dir, FILE *f,
+		      bool json, bool *first)
+{
+	const struct uvn_vq_stats *r = uvn_vq_dev_stats(s->nq.vq);
+
+	if (json) {
+		fprintf(f, "%s{\"port\":\"%s\",\"vq\":%u,\"queue\":%u,\"dir\":\"%s\",\"size\":%u,"
+			"\"broken\":%s,\"zerocopy\":%s,\"ring\":{", *first ? "" : ",", v->base.name,
+			s->vu->idx, s->qp, dir, uvn_vq_dev_num(s->nq.vq),
+			s->nq.broken ? "true" : "false", s->nq.zc ? "true" : "false");
+		uvn_stats_json(f, r, uvn_vq_stats_desc);
+		fputs("},\"dev\":{", f);
+		uvn_stats_json(f, &s->nq.st, uvn_netdev_q_stats_desc);
+		fputs("}}", f);
+	} else {
+		fprintf(f, "%s vq %u (%s %u, size %u%s)%s\n  ring: ", v->base.name, s->vu->idx, dir,
+			s->qp, uvn_vq_dev_num(s->nq.vq), s->nq.zc ? ", zero-copy" : "",
+			s->nq.broken ? " BROKEN" : "");
+		uvn_stats_print(f, r, uvn_vq_stats_desc, 0);
+		fputs("\n  dev:  ", f);
+		uvn_stats_print(f, &s->nq.st, uvn_netdev_q_stats_desc, 0);
+		fputc('\n', f);
+	}
+	*first = false;
+}
+
+static void vhost_dump_queues(struct uvn_port *port, FILE *f, bool json, bool *first)
+{
+	struct vhost_port *v = (struct vhost_port *)port;
+
+	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++) {
+		if (v->rx[i].vu)
+			dump_slot(v, &v->rx[i], "guest_rx", f, json, first);
+		if (v->tx[i].vu)
+			dump_slot(v, &v->tx[i], "guest_tx", f, json, first);
+	}
+	if (v->ctrl.vu)
+		dump_slot(v, &v->ctrl, "ctrl", f, json, first);
+}
+
 static unsigned vhost_nqueues(struct uvn_port *port)
 {
 	struct vhost_port *v = (struct vhost_port *)port;
@@ -422,6 +462,7 @@ static const struct uvn_port_ops vhost_ops = {
 	.stats = vhost_stats,
 	.arm = vhost_arm,
 	.complete = vhost_complete,
+	.dump_queues = vhost_dump_queues,
 	.destroy = vhost_destroy,
 };
 

@@ -182,6 +182,7 @@ static int setup_ports(struct uvnetd *d)
 
 static void teardown(struct uvnetd *d)
 {
+	uvnetd_ctl_stop(d);
 	for (unsigned i = 0; i < d->nports; i++)
 		d->ports[i]->ops->destroy(d->ports[i]);
 	uvn_fwd_fini(&d->fwd);
@@ -197,6 +198,9 @@ int main(int argc, char **argv)
 	static struct uvnetd d;
 	int r;
 
+	if (argc > 1 && !strcmp(argv[1], "ctl"))
+		return uvnetd_ctl_client(argc - 2, argv + 2);
+	d.ctl_h.fd = -1;
 	if (uvnetd_parse(argc, argv, &d.o))
 		return 2;
 	r = uvn_loop_create(&d.loop);
@@ -209,6 +213,8 @@ int main(int argc, char **argv)
 	d.fwd.copy_pool = d.small;
 	if (!r)
 		r = setup_ports(&d);
+	if (!r && d.o.ctl_path && (r = uvnetd_ctl_start(&d, d.o.ctl_path)))
+		UVN_ERR("control socket %s: %s", d.o.ctl_path, strerror(-r));
 	if (!r && d.o.stats_interval > 0) {
 		uint64_t ns = (uint64_t)(d.o.stats_interval * 1e9);
 

@@ -10,6 +10,8 @@
 void uvnetd_usage(FILE *f)
 {
 	fputs("Usage: uvnetd [OPTIONS] --port SPEC [--port SPEC ...]\n"
+	      "       uvnetd ctl PATH show ports|queues|fdb|stats [--json]\n"
+	      "       uvnetd ctl PATH set zerocopy on|off|auto\n"
 	      "A vhost-user switch: QEMU guests, DPDK virtio-user and uvnet drivers plug in,\n"
 	      "TAP devices connect it to the host.\n\n"
 	      "Ports:\n"
@@ -31,6 +33,8 @@ void uvnetd_usage(FILE *f)
 	      "      --zerocopy-max-held N  chains a guest TX queue may have held before\n"
 	      "                       frames are copied (default: half the ring)\n"
 	      "      --cpu N          pin the data path to CPU N\n\n"
+	      "Control:\n"
+	      "      --ctl PATH       listen for `uvnetd ctl PATH ...` commands on this socket\n\n"
 	      "Output:\n"
 	      "  -s, --stats-interval SEC  print per-port rates every SEC seconds\n"
 	      "  -j, --json           stats as one JSON object per interval\n"
@@ -69,7 +73,7 @@ int uvnetd_parse_zc(const char *s, int *mode)
 
 int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
 {
-	enum { OPT_TXSIZE = 256, OPT_POLL, OPT_CPU, OPT_ZC, OPT_ZC_MIN, OPT_ZC_HELD };
+	enum { OPT_TXSIZE = 256, OPT_POLL, OPT_CPU, OPT_ZC, OPT_ZC_MIN, OPT_ZC_HELD, OPT_CTL };
 	static const struct option longopts[] = {
 		{ "port", required_argument, NULL, 'p' },
 		{ "forward", required_argument, NULL, 'f' },
@@ -77,6 +81,7 @@ int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
 		{ "poll", no_argument, NULL, OPT_POLL },
 		{ "cpu", required_argument, NULL, OPT_CPU },
 		{ "zerocopy", required_argument, NULL, OPT_ZC },
+		{ "ctl", required_argument, NULL, OPT_CTL },
 		{ "zerocopy-min", required_argument, NULL, OPT_ZC_MIN },
 		{ "zerocopy-max-held", required_argument, NULL, OPT_ZC_HELD },
 		{ "stats-interval", required_argument, NULL, 's' },
@@ -125,6 +130,9 @@ int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
 				fprintf(stderr, "uvnetd: bad --cpu '%s'\n", optarg);
 				return -1;
 			}
+			break;
+		case OPT_CTL:
+			o->ctl_path = optarg;
 			break;
 		case OPT_ZC:
 			if (uvnetd_parse_zc(optarg, &o->zerocopy)) {

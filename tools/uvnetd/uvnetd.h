@@ -22,6 +22,7 @@ struct uvnetd_opts {
 	double stats_interval;   /* seconds, 0: off */
 	bool json;
 	bool quiet;
+	const char *ctl_path;    /* --ctl: live control socket */
 	int zerocopy;            /* enum uvn_zc_mode */
 	uint32_t zc_min;
 	unsigned zc_max_held;
@@ -36,6 +37,7 @@ struct uvnetd {
 	unsigned nports;
 	struct uvn_handler sig_h, stats_h;
 	struct uvn_handler tap_h[UVNETD_MAX_PORTS];
+	struct uvn_handler ctl_h;
 	volatile bool stop;
 	/* stats: the previous interval's totals */
 	struct uvn_port_stats last[UVNETD_MAX_PORTS];
@@ -53,5 +55,11 @@ int uvnetd_run(struct uvnetd *d);
 /* Print one stats interval (text or JSON) or the final totals. */
 void uvnetd_stats_interval(struct uvnetd *d);
 void uvnetd_stats_final(struct uvnetd *d);
+
+/* Live control socket (ctl.c). */
+int uvnetd_ctl_start(struct uvnetd *d, const char *path);
+void uvnetd_ctl_stop(struct uvnetd *d);
+/* `uvnetd ctl PATH COMMAND...`: @argv[0] is PATH. @return the exit status */
+int uvnetd_ctl_client(int argc, char **argv);
 
 #endif

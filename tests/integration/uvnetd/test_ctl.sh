@@ -1,0 +1,49 @@
+#!/bin/bash
+# uvnetd's live control socket: show ports|queues|fdb|stats (text and JSON),
+# set zerocopy, bad commands refused with exit status 1, the socket removed
+# at exit. No frontend needed.
+# Usage: test_ctl.sh UVNETD
+set -euo pipefail
+UVNETD=$1
+DIR=$(mktemp -d /tmp/uvn-ctl.XXXXXX)
+PID=
+cleanup() { [[ -n "$PID" ]] && kill -TERM "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; rm -rf "$DIR"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ctl() { "$UVNETD" ctl "$DIR/ctl.sock" "$@"; }
+
+"$UVNETD" --port "vhost-user:$DIR/a.sock" --port "vhost-user:$DIR/b.sock,queues=2" \
+	--ctl "$DIR/ctl.sock" --zerocopy auto >"$DIR/log" 2>&1 &
+PID=$!
+for _ in $(seq 50); do [[ -S "$DIR/ctl.sock" ]] && break; sleep 0.1; done
+[[ -S "$DIR/ctl.sock" ]] || fail "no control socket: $(cat "$DIR/log")"
+
+out=$(ctl show ports)
+[[ $(grep -c '^vhost:' <<<"$out") == 2 ]] || fail "show ports: $out"
+grep -q 'rx_packets=0' <<<"$out" || fail "show ports counters: $out"
+json=$(ctl show ports --json)
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert len(d["ports"])==2 and d["ports"][0]["kind"]=="vhost-user" and "tx_packets" in d["ports"][1]' "$json" ||
+	fail "show ports --json: $json"
+json=$(ctl show queues --json)
+python3 -c 'import json,sys; assert json.loads(sys.argv[1])=={"queues":[]}' "$json" || fail "show queues --json: $json"
+json=$(ctl show fdb --json)
+python3 -c 'import json,sys; assert json.loads(sys.argv[1])=={"fdb":[]}' "$json" || fail "show fdb --json: $json"
+json=$(ctl show stats --json)
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["zerocopy"]=="auto" and d["pool_small_free"]>0' "$json" ||
+	fail "show stats --json: $json"
+[[ $(ctl set zerocopy off) == "zerocopy off" ]] || fail "set zerocopy off"
+grep -q '"zerocopy":"off"' <<<"$(ctl show stats --json)" || fail "zerocopy not off"
+if ctl set zerocopy sideways 2>/dev/null; then fail "bad mode accepted"; fi
+if ctl show nothing 2>/dev/null; then fail "bad command accepted"; fi
+# a client that connects and says nothing does not stall the daemon
+python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(1)' "$DIR/ctl.sock" &
+SILENT=$!
+sleep 0.1
+[[ $(ctl set zerocopy on) == "zerocopy on" ]] || fail "daemon stalled by a silent client"
+wait "$SILENT"
+kill -TERM "$PID"
+wait "$PID" || fail "uvnetd exit status"
+PID=
+[[ ! -e "$DIR/ctl.sock" ]] || fail "control socket left behind"
+grep -q 'totals' "$DIR/log" || fail "no final totals"
+echo "ok"

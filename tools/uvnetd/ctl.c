@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Live control: uvnetd listens on a Unix socket (--ctl PATH); each
+ * connection sends one command line and gets the answer, then the
+ * connection closes. `uvnetd ctl PATH COMMAND...` is the client.
+ *
+ *   show ports|queues|fdb|stats [--json]
+ *   set zerocopy on|off|auto
+ *
+ * An answer that starts with "error:" makes the client exit 1.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "net/device/netdev.h"
+#include "util/log.h"
+#include "util/sys.h"
+#include "uvnetd.h"
+
+#define LINE_MAX_LEN 256
+
+static const char *const zc_names[] = { [UVN_ZC_OFF] = "off", [UVN_ZC_ON] = "on",
+					[UVN_ZC_AUTO] = "auto" };
+
+static void show_ports(struct uvnetd *d, FILE *f, bool json)
+{
+	if (json)
+		fputs("{\"ports\":[", f);
+	for (unsigned i = 0; i < d->nports; i++) {
+		struct uvn_port *p = d->ports[i];
+		struct uvn_port_stats s;
+
+		p->ops->stats(p, &s);
+		if (json) {
+			fprintf(f, "%s{\"name\":\"%s\",\"kind\":\"%s\",\"queues\":%u,", i ? "," : "",
+				p->name, p->ops->kind, p->ops->nqueues(p));
+			uvn_stats_json(f, &s, uvn_port_stats_desc);
+			fputc('}', f);
+		} else {
+			fprintf(f, "%-40s %-10s queues %u  ", p->name, p->ops->kind, p->ops->nqueues(p));
+			uvn_stats_print(f, &s, uvn_port_stats_desc, 1);
+			fputc('\n', f);
+		}
+	}
+	if (json)
+		fputs("]}\n", f);
+}
+
+static void show_queues(struct uvnetd *d, FILE *f, bool json)
+{
+	bool first = true;
+
+	if (json)
+		fputs("{\"queues\":[", f);
+	for (unsigned i = 0; i < d->nports; i++)
+		if (d->ports[i]->ops->dump_queues)
+			d->ports[i]->ops->dump_queues(d->ports[i], f, json, &first);
+	if (json)
+		fputs("]}\n", f);
+}
+
+static void show_fdb(struct uvnetd *d, FILE *f, bool json)
+{
+	const struct uvn_fdb *fdb = &d->fwd.fdb;
+	uint64_t now = uvn_now_ns();
+	bool first = true;
+
+	if (json)
+		fputs("{\"fdb\":[", f);
+	for (unsigned i = 0; i <= fdb->mask; i++) {
+		const struct uvn_fdb_entry *e = &fdb->slots[i];
+		double age;
+
+		if (!e->mac || e->port >= d->nports || now - e->seen_ns > fdb->age_ns)
+			continue;
+		age = (double)(now - e->seen_ns) / 1e9;
+		if (json)
+			fprintf(f, "%s{\"mac\":\"%012" PRIx64 "\",\"port\":\"%s\",\"age_s\":%.1f}",
+				first ? "" : ",", e->mac, d->ports[e->port]->name, age);
+		else
+			fprintf(f, "%02x:%02x:%02x:%02x:%02x:%02x  %-40s age %.1f s\n",
+				(unsigned)(e->mac >> 40) & 0xff, (unsigned)(e->mac >> 32) & 0xff,
+				(unsigned)(e->mac >> 24) & 0xff, (unsigned)(e->mac >> 16) & 0xff,
+				(unsigned)(e->mac >> 8) & 0xff, (unsigned)e->mac & 0xff,
+				d->ports[e->port]->name, age);
+		first = false;
+	}
+	if (json)
+		fputs("]}\n", f);
+}
+
+static void show_stats(struct uvnetd *d, FILE *f, bool json)
+{
+	const struct uvn_fwd_stats *s = &d->fwd.st;
+	const struct uvn_fdb *fdb = &d->fwd.fdb;
+
+	fprintf(f,
+		json ? "{\"forwarded\":%" PRIu64 ",\"flooded\":%" PRIu64 ",\"filtered\":%" PRIu64
+		       ",\"sunk\":%" PRIu64 ",\"generated\":%" PRIu64 ",\"fdb_learned\":%" PRIu64
+		       ",\"fdb_moved\":%" PRIu64 ",\"fdb_full\":%" PRIu64 ",\"zerocopy\":\"%s\","
+		       "\"pool_small_free\":%u,\"pool_big_free\":%u,\"pool_zc_free\":%u}\n"
+		     : "forwarded %" PRIu64 " flooded %" PRIu64 " filtered %" PRIu64 " sunk %" PRIu64
+		       " generated %" PRIu64 "\nfdb learned %" PRIu64 " moved %" PRIu64
+		       " full %" PRIu64 "\nzerocopy %s\npools free: small %u big %u zerocopy %u\n",
+		s->forwarded, s->flooded, s->filtered, s->sunk, s->generated, fdb->learned,
+		fdb->moved, fdb->full, zc_names[d->o.zerocopy], uvn_pkt_pool_avail(d->small),
+		uvn_pkt_pool_avail(d->big), uvn_pkt_pool_avail(d->ext));
+}
+
+static void set_zerocopy(struct uvnetd *d, const char *mode, FILE *f)
+{
+	int m;
+
+	if (!mode || uvnetd_parse_zc(mode, &m)) {
+		fputs("error: set zerocopy on|off|auto\n", f);
+		return;
+	}
+	d->o.zerocopy = m;
+	for (unsigned i = 0; i < d->nports; i++)
+		if (!strcmp(d->ports[i]->ops->kind, "vhost-user"))
+			uvn_port_vhost_set_zerocopy(d->ports[i], m);
+	fprintf(f, "zerocopy %s\n", zc_names[m]);
+}
+
+static void execute(struct uvnetd *d, char *line, FILE *f)
+{
+	char *save = NULL, *verb = strtok_r(line, " \t\r\n", &save);
+	char *what = strtok_r(NULL, " \t\r\n", &save), *arg = strtok_r(NULL, " \t\r\n", &save);
+	bool json = arg && !strcmp(arg, "--json");
+
+	if (verb && !strcmp(verb, "show") && what && (!arg || json)) {
+		if (!strcmp(what, "ports"))
+			return show_ports(d, f, json);
+		if (!strcmp(what, "queues"))
+			return show_queues(d, f, json);
+		if (!strcmp(what, "fdb"))
+			return show_fdb(d, f, json);
+		if (!strcmp(what, "stats"))
+			return show_stats(d, f, json);
+	}
+	if (verb && !strcmp(verb, "set") && what && !strcmp(what, "zerocopy"))
+		return set_zerocopy(d, arg, f);
+	fputs("error: commands: show ports|queues|fdb|stats [--json], set zerocopy on|off|auto\n", f);
+}
+
+static void on_client(struct uvn_handler *h, uint32_t events)
+{
+	struct uvnetd *d = h->ctx;
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
+	char line[LINE_MAX_LEN];
+	char *out = NULL;
+	size_t outlen = 0;
+	ssize_t n;
+	FILE *f;
+	int fd;
+
+	(void)events;
+	fd = accept4(h->fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	/* A client that connects and says nothing must not stall the daemon. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	n = read(fd, line, sizeof(line) - 1);
+	if (n > 0) {
+		line[n] = 0;
+		f = open_memstream(&out, &outlen);
+		if (f) {
+			execute(d, line, f);
+			fclose(f);
+			for (size_t off = 0; off < outlen;) {
+				ssize_t w = write(fd, out + off, outlen - off);
+
+				if (w <= 0)
+					break;
+				off += (size_t)w;
+			}
+			free(out);
+		}
+	}
+	close(fd);
+}
+
+int uvnetd_ctl_start(struct uvnetd *d, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, r;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 8)) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	d->ctl_h = (struct uvn_handler){ .fd = fd, .fn = on_client, .ctx = d };
+	r = uvn_loop_add(d->loop, &d->ctl_h, EPOLLIN);
+	if (r) {
+		close(fd);
+		d->ctl_h.fd = -1;
+	}
+	return r;
+}
+
+void uvnetd_ctl_stop(struct uvnetd *d)
+{
+	if (d->ctl_h.fd < 0)
+		return;
+	uvn_loop_del(d->loop, &d->ctl_h);
+	close(d->ctl_h.fd);
+	d->ctl_h.fd = -1;
+	unlink(d->o.ctl_path);
+}
+
+int uvnetd_ctl_client(int argc, char **argv)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char cmd[LINE_MAX_LEN] = "", buf[4096];
+	bool error = false, first = true;
+	ssize_t n;
+	int fd;
+
+	if (argc < 2) {
+		fputs("usage: uvnetd ctl PATH show ports|queues|fdb|stats [--json]\n"
+		      "       uvnetd ctl PATH set zerocopy on|off|auto\n", stderr);
+		return 2;
+	}
+	for (int i = 1; i < argc; i++) {
+		if (strlen(cmd) + strlen(argv[i]) + 2 >= sizeof(cmd))
+			return 2;
+		strcat(cmd, argv[i]);
+		strcat(cmd, i + 1 < argc ? " " : "\n");
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", argv[0]);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		fprintf(stderr, "uvnetd ctl: %s: %s\n", argv[0], strerror(errno));
+		return 1;
+	}
+	if (write(fd, cmd, strlen(cmd)) < 0) {
+		fprintf(stderr, "uvnetd ctl: %s\n", strerror(errno));
+		close(fd);
+		return 1;
+	}
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		if (first && n >= 6 && !strncmp(buf, "error:", 6))
+			error = true;
+		first = false;
+		fwrite(buf, 1, (size_t)n, error ? stderr : stdout);
+	}
+	close(fd);
+	return error ? 1 : 0;
+}
