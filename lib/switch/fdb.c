@@ -13,7 +13,6 @@ int uvn_fdb_init(struct uvn_fdb *f, unsigned size_pow2, uint64_t age_ns)
 		return -ENOMEM;
 	f->mask = size_pow2 - 1;
 	f->age_ns = age_ns;
-	f->used = 0;
 	f->learned = f->moved = f->aged = f->full = 0;
 	return 0;
 }
@@ -31,9 +30,20 @@ static unsigned hash(uint64_t mac)
 	return (unsigned)(mac ^ (mac >> 47));
 }
 
-static bool stale(const struct uvn_fdb *f, const struct uvn_fdb_entry *e, uint64_t now)
+#define RELAXED memory_order_relaxed
+#define REFRESH_NS 1000000000ull
+
+/* Acquire: the port written before this time is read after it. */
+static bool stale(const struct uvn_fdb *f, struct uvn_fdb_entry *e, uint64_t now)
 {
-	return now - e->seen_ns > f->age_ns;
+	return now - atomic_load_explicit(&e->seen_ns, memory_order_acquire) > f->age_ns;
+}
+
+/* The port, then the time that makes the entry fresh (release). */
+static void fill(struct uvn_fdb_entry *e, uint16_t port, uint64_t now)
+{
+	atomic_store_explicit(&e->port, port, RELAXED);
+	atomic_store_explicit(&e->seen_ns, now, memory_order_release);
 }
 
 /* Probe at most a bounded run so a full table cannot make this slow. */
@@ -41,39 +51,39 @@ static bool stale(const struct uvn_fdb *f, const struct uvn_fdb_entry *e, uint64
 
 void uvn_fdb_learn(struct uvn_fdb *f, uint64_t mac, uint16_t port, uint64_t now)
 {
-	struct uvn_fdb_entry *reuse = NULL;
 	unsigned i = hash(mac);
 
 	for (unsigned n = 0; n < MAX_PROBE; n++, i++) {
 		struct uvn_fdb_entry *e = &f->slots[i & f->mask];
+		uint64_t cur = atomic_load_explicit(&e->mac, memory_order_acquire);
 
-		if (e->mac == mac) {
-			if (e->port != port)
-				f->moved++;
-			e->port = port;
-			e->seen_ns = now;
+		if (cur == mac) {
+			if (atomic_load_explicit(&e->port, RELAXED) != port) {
+				atomic_fetch_add_explicit(&f->moved, 1, RELAXED);
+				fill(e, port, now);
+			} else if (now - atomic_load_explicit(&e->seen_ns, RELAXED) > REFRESH_NS) {
+				atomic_store_explicit(&e->seen_ns, now, RELAXED);
+			}
 			return;
 		}
-		if (!e->mac) {
-			if (!reuse) {
-				reuse = e;
-				f->used++;
-			}
+		if (cur && !stale(f, e, now))
+			continue;
+		/* Claim an empty or stale slot. Until fill() a reader finds the
+		 * address with the old, stale time: unknown, so it floods. */
+		if (atomic_compare_exchange_strong_explicit(&e->mac, &cur, mac, memory_order_acq_rel,
+							    memory_order_acquire)) {
+			fill(e, port, now);
+			atomic_fetch_add_explicit(&f->learned, 1, RELAXED);
+			if (cur)
+				atomic_fetch_add_explicit(&f->aged, 1, RELAXED);
+			return;
+		}
+		if (cur == mac)
+			return; /* another worker learned it just now */
+		if (!cur)
 			break;
-		}
-		if (!reuse && stale(f, e, now)) {
-			reuse = e;
-			f->aged++;
-		}
 	}
-	if (!reuse) {
-		f->full++;
-		return;
-	}
-	reuse->mac = mac;
-	reuse->port = port;
-	reuse->seen_ns = now;
-	f->learned++;
+	atomic_fetch_add_explicit(&f->full, 1, RELAXED);
 }
 
 uint16_t uvn_fdb_lookup(struct uvn_fdb *f, uint64_t mac, uint64_t now)
@@ -82,10 +92,12 @@ uint16_t uvn_fdb_lookup(struct uvn_fdb *f, uint64_t mac, uint64_t now)
 
 	for (unsigned n = 0; n < MAX_PROBE; n++, i++) {
 		struct uvn_fdb_entry *e = &f->slots[i & f->mask];
+		uint64_t cur = atomic_load_explicit(&e->mac, memory_order_acquire);
 
-		if (e->mac == mac)
-			return stale(f, e, now) ? UVN_FDB_NO_PORT : e->port;
-		if (!e->mac)
+		if (cur == mac)
+			return stale(f, e, now) ? UVN_FDB_NO_PORT
+						: atomic_load_explicit(&e->port, RELAXED);
+		if (!cur)
 			break;
 	}
 	return UVN_FDB_NO_PORT;
@@ -93,8 +105,15 @@ uint16_t uvn_fdb_lookup(struct uvn_fdb *f, uint64_t mac, uint64_t now)
 
 void uvn_fdb_flush_port(struct uvn_fdb *f, uint16_t port)
 {
-	/* Entries are not removed (that would break probe runs): they are made stale. */
-	for (unsigned i = 0; i <= f->mask; i++)
-		if (f->slots[i].mac && f->slots[i].port == port)
-			f->slots[i].seen_ns = 0, f->slots[i].port = UVN_FDB_NO_PORT;
+	/* Entries stay (removing them would break probe runs): they are
+	 * pointed nowhere, and reused once stale. */
+	for (unsigned i = 0; i <= f->mask; i++) {
+		struct uvn_fdb_entry *e = &f->slots[i];
+
+		if (atomic_load_explicit(&e->mac, RELAXED) &&
+		    atomic_load_explicit(&e->port, RELAXED) == port) {
+			atomic_store_explicit(&e->port, UVN_FDB_NO_PORT, RELAXED);
+			atomic_store_explicit(&e->seen_ns, 0, RELAXED);
+		}
+	}
 }

@@ -3,27 +3,35 @@
  * The switch's forwarding database: MAC address -> port, learned from
  * source addresses, aged out after a timeout. Open addressing with linear
  * probing over a power-of-two table; stale entries are reused in place.
+ *
+ * Every worker learns and looks up concurrently without a lock: a slot's
+ * address is claimed with a compare-and-swap, its port and time are plain
+ * atomic stores. A reader racing with a slot being reused for another
+ * address may forward one frame by the old port: the switch floods or
+ * re-learns on the next one. Learning writes only when something changed
+ * (or the entry is a second old), so workers don't bounce its cache line.
  */
 #ifndef UVN_SWITCH_FDB_H
 #define UVN_SWITCH_FDB_H
 
 #include <stdbool.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define UVN_FDB_NO_PORT 0xffff
 
 struct uvn_fdb_entry {
-	uint64_t mac;       /* 48-bit address, 0 = empty slot */
-	uint64_t seen_ns;   /* last time the address was a source */
-	uint16_t port;
+	_Atomic uint64_t mac;     /* 48-bit address, 0 = empty slot */
+	_Atomic uint64_t seen_ns; /* last time the address was a source */
+	_Atomic uint16_t port;
 };
 
 struct uvn_fdb {
 	struct uvn_fdb_entry *slots;
 	unsigned mask;
 	uint64_t age_ns;
-	unsigned used;
-	uint64_t learned, moved, aged, full;
+	/* counters, updated racily by all workers (for display) */
+	_Atomic uint64_t learned, moved, aged, full;
 };
 
 int uvn_fdb_init(struct uvn_fdb *f, unsigned size_pow2, uint64_t age_ns);

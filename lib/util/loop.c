@@ -56,13 +56,28 @@ void uvn_loop_del(struct uvn_loop *l, struct uvn_handler *h)
 			l->ev[i].data.ptr = NULL;
 }
 
-int uvn_loop_run_once(struct uvn_loop *l, int timeout_ms)
+int uvn_loop_wait(struct uvn_loop *l, int timeout_ms)
 {
-	int n = epoll_wait(l->epfd, l->ev, MAX_EVENTS, timeout_ms), ran = 0;
+	int n = epoll_wait(l->epfd, l->ev, MAX_EVENTS, timeout_ms);
 
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
 	l->nev = n;
+	l->cur = 0;
+	return n;
+}
+
+int uvn_loop_run_once(struct uvn_loop *l, int timeout_ms)
+{
+	int n = uvn_loop_wait(l, timeout_ms);
+
+	return n <= 0 ? n : uvn_loop_dispatch(l);
+}
+
+int uvn_loop_dispatch(struct uvn_loop *l)
+{
+	int ran = 0;
+
 	for (l->cur = 0; l->cur < l->nev; l->cur++) {
 		struct uvn_handler *h = l->ev[l->cur].data.ptr;
 

@@ -30,6 +30,12 @@ void uvn_loop_del(struct uvn_loop *l, struct uvn_handler *h);
 /* Wait up to @timeout_ms (0: poll, -1: forever) and run ready handlers. @return handlers run. */
 int uvn_loop_run_once(struct uvn_loop *l, int timeout_ms);
 
+/* The two halves of uvn_loop_run_once, for a caller that must do
+ * something between learning that events are ready and handling them.
+ * @return events ready (handled by the next uvn_loop_dispatch) */
+int uvn_loop_wait(struct uvn_loop *l, int timeout_ms);
+int uvn_loop_dispatch(struct uvn_loop *l);
+
 /* A periodic (or one-shot if @period_ns is 0) timer on a timerfd; h->fd is set. */
 int uvn_timer_start(struct uvn_loop *l, struct uvn_handler *h, uint64_t first_ns, uint64_t period_ns);
 void uvn_timer_stop(struct uvn_loop *l, struct uvn_handler *h);
