@@ -55,7 +55,11 @@ int drv_ctrl_cmd(struct uvn_drv *d, uint8_t class, uint8_t cmd, const void *data
 	n = uvn_vq_drv_add(r->vq, sg, nout, 1, b, UVN_VQ_ADD_NO_INDIRECT);
 	if (n)
 		return n == -UVN_VQ_E_NOSPC ? -EBUSY : drv_ring_error(d, r, n);
-	if (uvn_vq_drv_kick_prepare(r->vq) && r->kick_fd >= 0) {
+	/* Always kick: this is the slow path, and a device that took an earlier
+	 * command without asking for kicks again (avail_event left behind)
+	 * would otherwise never see this one. */
+	uvn_vq_drv_kick_prepare(r->vq);
+	if (r->kick_fd >= 0) {
 		uint64_t one = 1;
 
 		if (write(r->kick_fd, &one, sizeof(one)) < 0)
