@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * --compare dpdk: the 2x2 of driver {uvnet, DPDK virtio-user} and device
+ * {uvnetd, DPDK net_vhost}, poll mode, each process on its own CPU. The
+ * four pairs run interleaved (A B C D A B C D ...) so the machine's drift
+ * (2-4x on shared hosts) lands on all of them alike; each cell is the
+ * median of the runs with min-max, and the ratio to the all-DPDK pair.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "perf.h"
+#include "proc.h"
+#include "side.h"
+
+#define DPDK_PKGS "dpdk-dev librte-net-vhost23 librte-mempool-ring23 librte-net-virtio23"
+#define MAX_RUNS 16
+#define NPAIRS 4
+
+static const struct {
+	enum pt_drv drv;
+	enum pt_dev dev;
+	const char *name;
+} pairs[NPAIRS] = {
+	{ PT_DRV_DPDK, PT_DEV_DPDK, "DPDK->DPDK" },
+	{ PT_DRV_UVNET, PT_DEV_DPDK, "uvnet->DPDK" },
+	{ PT_DRV_DPDK, PT_DEV_UVNETD, "DPDK->uvnetd" },
+	{ PT_DRV_UVNET, PT_DEV_UVNETD, "uvnet->uvnetd" },
+};
+
+static const struct {
+	enum pt_test test;
+	enum pt_dir dir;
+	unsigned size;
+} rows[] = {
+	{ PT_PPS, PT_TX, 64 },       { PT_PPS, PT_RX, 64 },
+	{ PT_STREAM, PT_TX, 64 },    { PT_STREAM, PT_RX, 64 },
+	{ PT_STREAM, PT_TX, 1518 },  { PT_STREAM, PT_RX, 1518 },
+};
+#define NROWS (sizeof(rows) / sizeof(rows[0]))
+
+static struct pt_result res[NROWS][NPAIRS][MAX_RUNS];
+
+static bool wanted(const struct pt_opts *o, unsigned i)
+{
+	return (!o->set_size || rows[i].size == o->cfg.size) &&
+	       (!o->set_dir || rows[i].dir == o->cfg.dir);
+}
+
+static double metric(const struct pt_result *r)
+{
+	if (r->status != PT_OK)
+		return NAN;
+	return r->cfg.size < 256 ? r->pps / 1e6 : r->gbps;
+}
+
+static void run_row(const struct pt_opts *o, const struct pt_cfg *base, unsigned i, unsigned runs)
+{
+	for (unsigned k = 0; k < runs && !pt_interrupted; k++) {
+		for (unsigned p = 0; p < NPAIRS && !pt_interrupted; p++) {
+			struct pt_cfg c = *base;
+			char extra[96];
+
+			c.test = rows[i].test;
+			c.dir = rows[i].dir;
+			c.size = rows[i].size;
+			c.driver = pairs[p].drv;
+			c.device = pairs[p].dev;
+			pt_run(o, &c, &res[i][p][k]);
+			if (o->json) {
+				snprintf(extra, sizeof(extra), "\"compare\":\"dpdk\",\"pair\":\"%s\",\"run\":%u",
+					 pairs[p].name, k + 1);
+				pt_json_extra(stdout, &res[i][p][k], extra);
+			}
+		}
+	}
+}
+
+/* Which regime the runs of a row ran in: "near 5/12". */
+static void regimes(unsigned i, unsigned runs, char *out, size_t n)
+{
+	unsigned near = 0, total = 0;
+
+	for (unsigned p = 0; p < NPAIRS; p++)
+		for (unsigned k = 0; k < runs; k++)
+			if (pt_known(res[i][p][k].rtt_ns)) {
+				total++;
+				near += !strcmp(pt_regime(res[i][p][k].rtt_ns), "near");
+			}
+	snprintf(out, n, "near %u/%u", near, total);
+}
+
+static void print_row(unsigned i, unsigned runs, struct pt_bars *plot)
+{
+	double ref = NAN, v[MAX_RUNS], med, lo, hi;
+	char reg[24];
+	unsigned g = plot->ngroups++;
+
+	snprintf(plot->group[g], sizeof(plot->group[g]), "%s %s %u B", pt_test_name(rows[i].test),
+		 pt_dir_name(rows[i].dir), rows[i].size);
+	printf("%-6s %-2s %5u %-4s", pt_test_name(rows[i].test), pt_dir_name(rows[i].dir),
+	       rows[i].size, rows[i].size < 256 ? "Mpps" : "Gb/s");
+	for (unsigned p = 0; p < NPAIRS; p++) {
+		char cell[64];
+
+		for (unsigned k = 0; k < runs; k++)
+			v[k] = metric(&res[i][p][k]);
+		if (!pt_median(v, runs, &med, &lo, &hi)) {
+			snprintf(cell, sizeof(cell), "n/a");
+		} else {
+			if (p == 0)
+				ref = med;
+			snprintf(cell, sizeof(cell), "%.2f (%.2f-%.2f)", med, lo, hi);
+			if (pt_known(ref) && ref > 0) {
+				snprintf(cell + strlen(cell), sizeof(cell) - strlen(cell), " %.2fx",
+					 med / ref);
+				plot->v[g][p] = med / ref;
+				plot->lo[g][p] = lo / ref;
+				plot->hi[g][p] = hi / ref;
+			}
+		}
+		printf(" | %-25s", cell);
+	}
+	regimes(i, runs, reg, sizeof(reg));
+	printf(" | %s\n", reg);
+}
+
+static void print_table(const struct pt_opts *o, const struct pt_cfg *base, unsigned runs)
+{
+	struct pt_bars plot;
+
+	printf("# uvnet-perf --compare dpdk: medians (min-max) of %u interleaved runs of %.3g s "
+	       "(+%.3g s warm-up), %s ring, poll mode, device on CPU %d, driver on CPU %d; "
+	       "ratio to DPDK->DPDK\n",
+	       runs, base->duration, base->warmup, pt_ring_name(base->ring), base->dev_cpu,
+	       base->drv_cpu);
+	pt_print_machine(stdout, "# ");
+	printf("# command: %s\n", o->cmdline);
+	printf("%-6s %-2s %5s %-4s", "test", "", "size", "unit");
+	for (unsigned p = 0; p < NPAIRS; p++)
+		printf(" | %-25s", pairs[p].name);
+	printf(" | cross-CPU regime\n");
+	pt_bars_init(&plot, "compare-dpdk.png",
+		     "driver -> device, relative to DPDK virtio-user -> DPDK net_vhost",
+		     "ratio to DPDK->DPDK (median, min-max)");
+	plot.nseries = NPAIRS;
+	for (unsigned p = 0; p < NPAIRS; p++)
+		plot.series[p] = pairs[p].name;
+	plot.ref = 1.0;
+	for (unsigned i = 0; i < NROWS; i++)
+		if (wanted(o, i))
+			print_row(i, runs, &plot);
+	for (unsigned i = 0; i < NROWS; i++)
+		for (unsigned p = 0; wanted(o, i) && p < NPAIRS; p++)
+			if (res[i][p][0].status != PT_OK)
+				printf("# %s %s %u B %s: %s: %s\n", pt_test_name(rows[i].test),
+				       pt_dir_name(rows[i].dir), rows[i].size, pairs[p].name,
+				       res[i][p][0].status == PT_NA ? "n/a" : "error", res[i][p][0].reason);
+	printf("# pps: 64 B frames prebuilt (uvnet) / testpmd txonly; stream: every frame built; "
+	       "testpmd has one mode for both\n");
+	if (o->plot_dir)
+		pt_plot_bars(o, &plot);
+}
+
+int pt_compare_dpdk(const struct pt_opts *o)
+{
+	unsigned runs = o->set_runs ? o->runs : 3;
+	struct pt_cfg base = o->cfg;
+	bool bad = false;
+
+	if (runs > MAX_RUNS)
+		runs = MAX_RUNS;
+	if (!o->set_duration)
+		base.duration = 3;
+	if (!o->set_warmup)
+		base.warmup = 1;
+	base.poll = true;
+	if (pt_need(o, pt_testpmd_path(o), DPDK_PKGS) || pt_need_pkgs(o, DPDK_PKGS)) {
+		fprintf(stderr, "uvnet-perf: --compare dpdk needs DPDK's testpmd\n");
+		return 1;
+	}
+	{
+		struct pt_limits l;
+
+		if (!pt_limits_measure(base.dev_cpu, base.drv_cpu, 0.4, &l))
+			pt_limits_set(&l);
+	}
+	for (unsigned i = 0; i < NROWS && !pt_interrupted; i++)
+		if (wanted(o, i))
+			run_row(o, &base, i, runs);
+	if (pt_interrupted)
+		return 1;
+	for (unsigned i = 0; i < NROWS; i++)
+		for (unsigned p = 0; wanted(o, i) && p < NPAIRS; p++)
+			for (unsigned k = 0; k < runs; k++)
+				bad |= res[i][p][k].status == PT_ERR;
+	if (!o->json)
+		print_table(o, &base, runs);
+	return bad;
+}

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Results as one JSON object per test (the interface other tools rely on:
+ * DESIGN.md, uvnet-perf(1) lists every field) and as table rows. A value
+ * nobody could measure is null in JSON and "-" in tables, never a number.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "perf.h"
+
+/* A number with @decimals digits after the point, or null. */
+static void jnum(FILE *f, const char *key, double v, int decimals)
+{
+	fprintf(f, ",\"%s\":", key);
+	if (pt_known(v) && isfinite(v))
+		fprintf(f, "%.*f", decimals, v);
+	else
+		fputs("null", f);
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped. */
+static void jstr(FILE *f, const char *key, const char *s)
+{
+	fprintf(f, ",\"%s\":\"", key);
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static const char *status_name(enum pt_status s)
+{
+	return s == PT_OK ? "ok" : s == PT_NA ? "n/a" : "error";
+}
+
+static void json_cfg(FILE *f, const struct pt_result *r)
+{
+	const struct pt_cfg *c = &r->cfg;
+	bool ours = c->driver == PT_DRV_UVNET;
+
+	fprintf(f, "{\"test\":\"%s\"", pt_test_name(c->test));
+	jstr(f, "direction", c->test == PT_RR ? "both" : pt_dir_name(c->dir));
+	fprintf(f, ",\"size\":%u,\"segs\":%u", c->size, c->segs);
+	jstr(f, "topology", c->pair ? "pair" : "direct");
+	jstr(f, "driver", pt_drv_name(c->driver));
+	jstr(f, "device", pt_dev_name(c->device));
+	jstr(f, "ring", pt_ring_name(c->ring));
+	jstr(f, "rx_mode", pt_rx_mode_name(r->status == PT_OK && ours ? r->rx_mode_used : c->rx_mode));
+	jstr(f, "mode", c->poll ? "poll" : "event");
+	fprintf(f, ",\"queues\":%u,\"burst\":%u", c->queues, c->burst);
+	/* The driver's switches are in force only when the driver is ours. */
+	if (ours) {
+		fprintf(f, ",\"deferred_alloc\":%s", c->deferred_alloc ? "true" : "false");
+		jstr(f, "merge_size", pt_merge_name(c->merge));
+		jstr(f, "desc_cache", c->desc_cache ? "on" : "off");
+		fprintf(f, ",\"desc_cache_thr\":%u", c->desc_cache_thr);
+	} else {
+		fputs(",\"deferred_alloc\":null,\"merge_size\":null,\"desc_cache\":null,"
+		      "\"desc_cache_thr\":null", f);
+	}
+	if (c->device == PT_DEV_UVNETD)
+		jstr(f, "zerocopy", pt_zc_name(c->zerocopy));
+	else
+		fputs(",\"zerocopy\":null", f);
+	fprintf(f, ",\"dirty\":%s", c->dirty ? "true" : "false");
+	jnum(f, "duration_s", c->duration, 3);
+	jnum(f, "warmup_s", c->warmup, 3);
+}
+
+static void json_latency(FILE *f, const struct pt_result *r)
+{
+	const struct pt_latency *l = &r->lat;
+
+	if (!pt_known(l->p50)) {
+		fputs(",\"latency_us\":null", f);
+		return;
+	}
+	fprintf(f, ",\"latency_us\":{\"p50\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"min\":%.3f,"
+		   "\"max\":%.3f,\"mean\":%.3f}",
+		l->p50, l->p99, l->p999, l->min, l->max, l->mean);
+}
+
+void pt_json(FILE *f, const struct pt_result *r)
+{
+	pt_json_extra(f, r, NULL);
+}
+
+void pt_json_extra(FILE *f, const struct pt_result *r, const char *extra)
+{
+	json_cfg(f, r);
+	jstr(f, "status", status_name(r->status));
+	jstr(f, "reason", r->reason);
+	jnum(f, "pps", r->pps, 0);
+	jnum(f, "gbps", r->gbps, 4);
+	jstr(f, "measured_at", r->measured_at);
+	jnum(f, "seconds", r->secs, 3);
+	jnum(f, "cpu_driver", r->cpu_drv, 4);
+	jnum(f, "cpu_device", r->cpu_dev, 4);
+	jnum(f, "service_demand_us_per_kb", r->sd, 4);
+	jnum(f, "service_demand_driver_us_per_kb", r->sd_drv, 4);
+	jnum(f, "service_demand_device_us_per_kb", r->sd_dev, 4);
+	jnum(f, "notifications_per_s", r->notif_ps, 0);
+	jnum(f, "kicks_per_s", r->kicks_ps, 0);
+	jnum(f, "calls_per_s", r->calls_ps, 0);
+	if (r->counted) {
+		fprintf(f, ",\"sent\":%" PRIu64 ",\"received\":%" PRIu64 ",\"drops\":%" PRIu64
+			   ",\"backpressure\":%" PRIu64 ",\"unaccounted\":%" PRId64,
+			r->sent, r->received, r->drops, r->backpressure,
+			(int64_t)(r->sent - r->drops - r->received));
+	} else {
+		fputs(",\"sent\":null,\"received\":null,\"drops\":null,\"backpressure\":null,"
+		      "\"unaccounted\":null", f);
+	}
+	jnum(f, "transactions_per_s", r->tps, 1);
+	json_latency(f, r);
+	if (r->cfg.test == PT_RR && r->status == PT_OK)
+		fprintf(f, ",\"rr_timeouts\":%" PRIu64, r->rr_timeouts);
+	else
+		fputs(",\"rr_timeouts\":null", f);
+	jstr(f, "offload", r->offload);
+	fprintf(f, ",\"mrg_buf_len\":%u", r->mrg_buf_len);
+	jnum(f, "rtt_ns", r->rtt_ns, 0);
+	jstr(f, "regime", pt_known(r->rtt_ns) ? pt_regime(r->rtt_ns) : "unknown");
+	jnum(f, "limit_fraction", r->limit_frac, 4);
+	jstr(f, "limit_basis", r->limit_basis);
+	if (extra && *extra)
+		fprintf(f, ",%s", extra);
+	fputs("}\n", f);
+	fflush(f);
+}
+
+const char *pt_fmt_rate(char *buf, size_t n, double pps)
+{
+	if (!pt_known(pps))
+		snprintf(buf, n, "-");
+	else if (pps >= 1e6)
+		snprintf(buf, n, "%.2f Mpps", pps / 1e6);
+	else
+		snprintf(buf, n, "%.1f kpps", pps / 1e3);
+	return buf;
+}
+
+const char *pt_fmt_num(char *buf, size_t n, int decimals, double v)
+{
+	if (pt_known(v) && isfinite(v))
+		snprintf(buf, n, "%.*f", decimals, v);
+	else
+		snprintf(buf, n, "-");
+	return buf;
+}
+
+double pt_headline(const struct pt_result *r)
+{
+	if (r->cfg.test == PT_RR)
+		return r->tps;
+	return r->cfg.test == PT_PPS || r->cfg.size < 256 ? r->pps / 1e6 : r->gbps;
+}
+
+const char *pt_headline_unit(const struct pt_result *r)
+{
+	if (r->cfg.test == PT_RR)
+		return "trans/s";
+	return r->cfg.test == PT_PPS || r->cfg.size < 256 ? "Mpps" : "Gb/s";
+}
+
+void pt_table_head(FILE *f)
+{
+	fprintf(f, "%-6s %-3s %6s %9s %8s %5s %5s %8s %8s %8s %7s  %s\n", "test", "dir", "size",
+		"Mpps", "Gb/s", "cpu", "cpu", "SD", "notif", "drops", "of", "rr latency us");
+	fprintf(f, "%-6s %-3s %6s %9s %8s %5s %5s %8s %8s %8s %7s  %s\n", "", "", "bytes", "", "",
+		"drv", "dev", "us/KB", "per s", "", "limit", "p50/p99/p99.9");
+}
+
+void pt_table_row(FILE *f, const struct pt_result *r)
+{
+	const struct pt_cfg *c = &r->cfg;
+	char a[7][24], lat[64] = "-", drops[24] = "-";
+
+	fprintf(f, "%-6s %-3s %6u ", pt_test_name(c->test), c->test == PT_RR ? "-" : pt_dir_name(c->dir),
+		c->size);
+	if (r->status != PT_OK) {
+		fprintf(f, "%s: %s\n", r->status == PT_NA ? "n/a" : "error", r->reason);
+		return;
+	}
+	if (pt_known(r->lat.p50))
+		snprintf(lat, sizeof(lat), "%.1f/%.1f/%.1f (%.0f trans/s)", r->lat.p50, r->lat.p99,
+			 r->lat.p999, r->tps);
+	if (r->counted)
+		snprintf(drops, sizeof(drops), "%" PRIu64, r->drops);
+	fprintf(f, "%9s %8s %5s %5s %8s %8s %8s %7s  %s\n",
+		pt_fmt_num(a[0], 24, 3, r->pps / 1e6), pt_fmt_num(a[1], 24, 2, r->gbps),
+		pt_fmt_num(a[2], 24, 2, r->cpu_drv), pt_fmt_num(a[3], 24, 2, r->cpu_dev),
+		pt_fmt_num(a[4], 24, 3, r->sd), pt_fmt_num(a[5], 24, 0, r->notif_ps), drops,
+		pt_known(r->limit_frac) ? (snprintf(a[6], 24, "%.1f%%", r->limit_frac * 100), a[6])
+					: "-",
+		lat);
+}
+
+void pt_print_machine(FILE *f, const char *prefix)
+{
+	char model[128] = "unknown CPU", line[256], date[64];
+	struct utsname u;
+	time_t now = time(NULL);
+	FILE *ci = fopen("/proc/cpuinfo", "r");
+
+	while (ci && fgets(line, sizeof(line), ci)) {
+		char *colon = strchr(line, ':');
+
+		if (!strncmp(line, "model name", 10) && colon) {
+			snprintf(model, sizeof(model), "%s", colon + 2);
+			model[strcspn(model, "\n")] = 0;
+			break;
+		}
+	}
+	if (ci)
+		fclose(ci);
+	uname(&u);
+	strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime(&now));
+	fprintf(f, "%s%s, %s, %ld CPUs, Linux %s %s, uvnet %s\n", prefix, date, model,
+		sysconf(_SC_NPROCESSORS_ONLN), u.release, u.machine, UVN_PERF_VERSION);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+unsigned pt_median(const double *v, unsigned n, double *med, double *min, double *max)
+{
+	double s[256];
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < n && k < 256; i++)
+		if (pt_known(v[i]))
+			s[k++] = v[i];
+	*med = *min = *max = NAN;
+	if (!k)
+		return 0;
+	qsort(s, k, sizeof(s[0]), cmp_double);
+	*med = k % 2 ? s[k / 2] : (s[k / 2 - 1] + s[k / 2]) / 2;
+	*min = s[0];
+	*max = s[k - 1];
+	return k;
+}

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * From counters to a result. Throughput comes from the receiver's counters
+ * over the receiver's own clock; CPU from /proc/PID/stat over uvnet-perf's
+ * window; service demand the way netperf defines it: microseconds of CPU
+ * per KB (1024 bytes) of frames delivered, per side and for both sides
+ * together (the whole data path: driver process + device process).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "run.h"
+
+static double per_kb(double cpu, double bytes_per_s)
+{
+	return pt_known(cpu) && bytes_per_s > 0 ? cpu * 1e6 / (bytes_per_s / 1024) : NAN;
+}
+
+static void rates(struct run *x, double *bytes_per_s)
+{
+	struct pt_result *r = x->r;
+	const struct pt_cfg *c = x->c;
+	bool dev = run_receiver(x) == &x->dev;
+	const struct pt_counts *a = dev ? &x->d0 : &x->v0, *b = dev ? &x->d1 : &x->v1;
+	double secs = (double)(b->t_ns - a->t_ns) / 1e9, rate;
+
+	if (b->t_ns <= a->t_ns) {
+		run_fail(x, "the receiver's counters did not advance");
+		return;
+	}
+	rate = (double)(run_received(x, b) - run_received(x, a)) / secs;
+	r->secs = secs;
+	if (c->test == PT_RR) {
+		r->tps = rate;
+		r->pps = 2 * rate; /* request and response */
+	} else {
+		r->pps = rate;
+	}
+	/* Frame bytes as the receiver counted them: a device may segment a TSO
+	 * frame for a driver without GUEST_TSO, and then frames x size is wrong. */
+	if (c->test != PT_RR && a->have_bytes && b->have_bytes && !strcmp(r->measured_at, "receiver"))
+		*bytes_per_s = (double)(b->rx_bytes - a->rx_bytes) / secs;
+	else
+		*bytes_per_s = r->pps * c->size;
+	r->gbps = *bytes_per_s * 8 / 1e9;
+}
+
+static void cpu(struct run *x, double bytes_per_s)
+{
+	struct pt_result *r = x->r;
+	double secs = (double)(x->t1 - x->t0) / 1e9;
+
+	if (x->cpu_drv_ok)
+		r->cpu_drv = (double)(x->cpu_drv[1] - x->cpu_drv[0]) / 1e9 / secs;
+	if (x->cpu_dev_ok)
+		r->cpu_dev = (double)(x->cpu_dev[1] - x->cpu_dev[0]) / 1e9 / secs;
+	r->sd_drv = per_kb(r->cpu_drv, bytes_per_s);
+	r->sd_dev = per_kb(r->cpu_dev, bytes_per_s);
+	r->sd = pt_known(r->sd_drv) && pt_known(r->sd_dev) ? r->sd_drv + r->sd_dev : NAN;
+}
+
+/* Kicks and calls: the device's count when it has one (uvnetd), else our driver's. */
+static void notifications(struct run *x)
+{
+	struct pt_result *r = x->r;
+	const struct pt_counts *a = &x->d0, *b = &x->d1;
+
+	if (!(a->have_notif && b->have_notif && b->t_ns > a->t_ns)) {
+		a = &x->v0;
+		b = &x->v1;
+	}
+	if (!(a->have_notif && b->have_notif && b->t_ns > a->t_ns))
+		return;
+	double secs = (double)(b->t_ns - a->t_ns) / 1e9;
+
+	r->kicks_ps = (double)(b->kicks - a->kicks) / secs;
+	r->calls_ps = (double)(b->calls - a->calls) / secs;
+	r->notif_ps = r->kicks_ps + r->calls_ps;
+}
+
+/* Whole-run totals from both sides' final counters. */
+static void totals(struct run *x)
+{
+	struct pt_result *r = x->r;
+	const struct pt_cfg *c = x->c;
+	const struct pt_counts *dev = &x->dev.final, *drv = &x->drv.final;
+
+	if (c->test == PT_RR) {
+		r->sent = drv->trans + drv->timeouts;
+		r->received = drv->trans;
+		r->drops = drv->timeouts;
+		r->rr_timeouts = drv->timeouts;
+		r->counted = drv->valid;
+		return;
+	}
+	if (!dev->valid || !drv->valid)
+		return;
+	r->counted = true;
+	if (c->pair) {
+		r->sent = drv->tx_pkts;
+		r->received = drv->rx_pkts;
+		r->drops = dev->drops + drv->drops;
+	} else if (c->dir == PT_TX) {
+		r->sent = drv->tx_pkts;
+		r->received = dev->rx_pkts;
+		r->drops = dev->drops;
+	} else {
+		r->sent = dev->tx_pkts;
+		r->received = drv->rx_pkts;
+		r->drops = drv->drops;
+		/* A generating device's "drops" are frames it could not place. */
+		r->backpressure = dev->tx_full + (c->device == PT_DEV_UVNETD ? dev->drops : 0);
+	}
+}
+
+static void latency(struct run *x)
+{
+	const struct pt_hist *h = x->drv.shm ? &x->drv.shm->hist : NULL;
+	struct pt_latency *l = &x->r->lat;
+
+	if (x->c->test != PT_RR || !h || !h->count)
+		return;
+	l->p50 = (double)pt_hist_quantile(h, 0.50) / 1e3;
+	l->p99 = (double)pt_hist_quantile(h, 0.99) / 1e3;
+	l->p999 = (double)pt_hist_quantile(h, 0.999) / 1e3;
+	l->min = (double)h->min / 1e3;
+	l->max = (double)h->max / 1e3;
+	l->mean = (double)h->sum / (double)h->count / 1e3;
+}
+
+static void driver_facts(struct run *x)
+{
+	const struct wk_shm *sh = x->drv.shm;
+
+	if (!sh)
+		return;
+	static const char *const names[] = { "none", "tso", "jumbo", "segmented" };
+
+	for (unsigned i = 0; i < 4; i++)
+		if (!strcmp(sh->offload, names[i]))
+			x->r->offload = names[i];
+	x->r->mrg_buf_len = sh->mrg_buf_len;
+	x->r->rx_mode_used = (enum uvn_rx_mode)sh->rx_mode;
+}
+
+/* Did both sides end the way they should? */
+static void check_sides(struct run *x)
+{
+	bool device_first = x->c->test != PT_RR && !x->c->pair && x->c->dir == PT_RX;
+	const struct wk_shm *sh = x->drv.shm;
+	char tail[256];
+
+	if (x->drv.why[0])
+		run_fail(x, "%s: %s", x->drv.what, x->drv.why);
+	if (sh && sh->err == -ENOTCONN && !device_first) {
+		pt_log_tail(&x->dev.child, tail, sizeof(tail));
+		run_fail(x, "%s went away during the test%s%s", x->dev.what, tail[0] ? ": " : "", tail);
+	}
+	if (x->c->device == PT_DEV_UVNETD && x->dev.child.exited &&
+	    !(WIFEXITED(x->dev.child.status) && WEXITSTATUS(x->dev.child.status) == 0)) {
+		pt_log_tail(&x->dev.child, tail, sizeof(tail));
+		run_fail(x, "uvnetd failed%s%s", tail[0] ? ": " : "", tail);
+	}
+}
+
+void run_compute(struct run *x)
+{
+	double bytes_per_s = 0;
+
+	check_sides(x);
+	rates(x, &bytes_per_s);
+	cpu(x, bytes_per_s);
+	notifications(x);
+	totals(x);
+	latency(x);
+	driver_facts(x);
+	pt_limits_apply(pt_limits_cached(), x->r);
+}

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The worker's traffic loops. Poll mode spins on the bursts; event mode
+ * sleeps on the call eventfds when a ring is full (send) or empty
+ * (receive), with a short timeout so commands are still seen. Every loop
+ * looks at its command word every CHECK_EVERY rounds, and ends with a
+ * drain so the totals on both sides can be compared exactly.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+
+#include "frames.h"
+#include "proc.h"
+#include "worker.h"
+
+#define CHECK_EVERY 64u
+#define WAIT_MS 10
+#define DRAIN_IDLE_NS 300000000ull   /* receive until nothing came for this long */
+#define DRAIN_MAX_NS 3000000000ull
+#define RR_TIMEOUT_NS 1000000000ull
+
+/* Give back what the backend used until nothing is in flight (or time runs out). */
+static int drain_tx(struct wk *w, struct uvn_drv *d)
+{
+	uint64_t end = pt_now_ns() + DRAIN_MAX_NS;
+
+	while (pt_now_ns() < end) {
+		unsigned busy = 0;
+
+		for (unsigned q = 0; q < uvn_drv_queue_pairs(d); q++) {
+			struct uvn_drv_mem_info mi;
+			int r = uvn_tx_reclaim(d, q);
+
+			if (r < 0)
+				return r;
+			if (!uvn_drv_mem_info(d, q, &mi) && mi.tx_in_flight) {
+				busy++;
+				if (!w->c->poll)
+					uvn_tx_wait(d, q, WAIT_MS);
+			}
+		}
+		if (!busy)
+			return 0;
+		sched_yield();
+	}
+	return 0;
+}
+
+/* One burst on each queue. @return frames sent, or an error; *full: a ring filled up. */
+static int send_round(struct wk *w, struct uvn_drv *d, struct wk_frames *f, int *full)
+{
+	const struct pt_cfg *c = w->c;
+	struct uvn_pkt *pkts[256];
+	int total = 0;
+
+	*full = -1;
+	for (unsigned q = 0; q < uvn_drv_queue_pairs(d); q++) {
+		unsigned k = wkf_get(f, q, pkts, c->burst, c->test == PT_STREAM, c->dirty,
+				     (uint8_t)w->iter);
+		int n;
+
+		if (!k) {
+			/* Every frame is in flight: take back the used ones. */
+			n = uvn_tx_reclaim(d, q);
+			if (n < 0)
+				return n;
+			if (!n)
+				*full = (int)q;
+			continue;
+		}
+		n = uvn_tx_burst(d, q, pkts, k);
+		if (n < 0) {
+			uvn_pkt_free_bulk(pkts, k);
+			return n;
+		}
+		if ((unsigned)n < k) {
+			uvn_pkt_free_bulk(pkts + n, k - (unsigned)n);
+			*full = (int)q;
+		}
+		total += n;
+	}
+	return total;
+}
+
+/* Frames received: a stream reader looks at each header, --dirty reads every byte. */
+static void consume(struct wk *w, struct uvn_pkt **pkts, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (w->c->dirty)
+			wk_read_all(w, pkts[i]);
+		else if (w->c->test == PT_STREAM)
+			w->sink += *(const volatile uint8_t *)pkts[i]->seg[0].iov_base;
+	}
+	uvn_pkt_free_bulk(pkts, n);
+}
+
+static int recv_round(struct wk *w, struct uvn_drv *d)
+{
+	struct uvn_pkt *pkts[256];
+	int total = 0;
+
+	for (unsigned q = 0; q < uvn_drv_queue_pairs(d); q++) {
+		int n = uvn_rx_burst(d, q, pkts, w->c->burst);
+
+		if (n < 0)
+			return n;
+		consume(w, pkts, (unsigned)n);
+		total += n;
+	}
+	return total;
+}
+
+int wk_loop_tx(struct wk *w)
+{
+	for (;;) {
+		int full, n;
+
+		if (++w->iter % CHECK_EVERY == 0 && wk_service(w))
+			return drain_tx(w, w->a);
+		n = send_round(w, w->a, w->fa, &full);
+		if (n < 0)
+			return n;
+		if (full >= 0 && !w->c->poll) {
+			n = uvn_tx_wait(w->a, (unsigned)full, WAIT_MS);
+			if (n < 0)
+				return n;
+		}
+	}
+}
+
+/*
+ * Receive until told to stop, then until the device has gone (uvnet-perf
+ * stops the device first) or nothing came for a while: every frame the
+ * device counted as delivered is then counted here too.
+ */
+static int rx_until_drained(struct wk *w, struct uvn_drv *d, struct uvn_drv *sender)
+{
+	uint64_t idle_since = 0;
+	bool stopping = false;
+
+	for (;;) {
+		int n;
+
+		if (!stopping && ++w->iter % CHECK_EVERY == 0 && wk_service(w))
+			stopping = true;
+		if (stopping && sender) {
+			n = uvn_tx_reclaim(sender, 0);
+			if (n < 0)
+				return n;
+		}
+		n = recv_round(w, d);
+		if (n < 0)
+			return n;
+		if (n) {
+			idle_since = 0;
+			continue;
+		}
+		if (stopping) {
+			uint64_t now = pt_now_ns();
+
+			if (!idle_since)
+				idle_since = now;
+			else if (now - idle_since > DRAIN_IDLE_NS)
+				return 0;
+		}
+		if (!w->c->poll) {
+			n = wk_sleep_rx(w, d, NULL, WAIT_MS);
+			if (n < 0)
+				return n;
+		}
+	}
+}
+
+int wk_loop_rx(struct wk *w)
+{
+	return rx_until_drained(w, w->a, NULL);
+}
+
+/* A sends to B through the switch; one thread drives both, like netperf and netserver on one CPU. */
+int wk_loop_pair(struct wk *w)
+{
+	for (;;) {
+		int full, sent, got;
+
+		if (++w->iter % CHECK_EVERY == 0 && wk_service(w))
+			break;
+		sent = send_round(w, w->a, w->fa, &full);
+		if (sent < 0)
+			return sent;
+		got = recv_round(w, w->b);
+		if (got < 0)
+			return got;
+		/* B's frames arrive as the switch takes A's: one fd to sleep on. */
+		if (!got && full >= 0 && !w->c->poll) {
+			got = wk_sleep_rx(w, w->b, NULL, WAIT_MS);
+			if (got < 0)
+				return got;
+		}
+	}
+	/* The switch has nothing queued: A's used frames are all at B or dropped. */
+	{
+		int r = drain_tx(w, w->a);
+
+		return r ? r : rx_until_drained(w, w->b, w->a);
+	}
+}
+
+/* B answers every request with the same frame, addresses swapped. */
+static int echo(struct wk *w)
+{
+	struct uvn_pkt *pkts[32];
+	int n = uvn_rx_burst(w->b, 0, pkts, 32), k;
+
+	if (n <= 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		if (w->c->dirty)
+			wk_read_all(w, pkts[i]);
+		wkf_swap_macs(pkts[i]);
+	}
+	k = uvn_tx_burst(w->b, 0, pkts, (unsigned)n);
+	if (k < 0)
+		k = 0;
+	uvn_pkt_free_bulk(pkts + k, (unsigned)(n - k));
+	return n;
+}
+
+enum { RR_TIMEOUT, RR_ANSWERED, RR_STOP };
+
+/* Wait for the response carrying @seq. @return RR_*, or an error */
+static int await_response(struct wk *w, uint64_t seq, uint64_t t0)
+{
+	struct uvn_pkt *pkts[32];
+
+	for (unsigned spins = 1;; spins++) {
+		bool match = false;
+		int n = uvn_rx_burst(w->a, 0, pkts, 32);
+
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++) {
+			uint64_t got = 0;
+
+			if (w->c->dirty)
+				wk_read_all(w, pkts[i]);
+			uvn_pkt_read(pkts[i], WK_SEQ_OFF, &got, sizeof(got));
+			match |= got == seq; /* anything else is a late answer to an old request */
+		}
+		uvn_pkt_free_bulk(pkts, (unsigned)(n > 0 ? n : 0));
+		if (match)
+			return RR_ANSWERED;
+		if (w->b && (n = echo(w)) < 0)
+			return n;
+		if (!w->c->poll) {
+			n = wk_sleep_rx(w, w->a, w->b, WAIT_MS);
+			if (n < 0)
+				return n;
+		}
+		if (!w->c->poll || spins % 1024 == 0) {
+			if (wk_service(w))
+				return RR_STOP;
+			if (pt_now_ns() - t0 > RR_TIMEOUT_NS)
+				return RR_TIMEOUT;
+		}
+	}
+}
+
+/* Keep the histogram to the measured window: uvnet-perf flips sh->measure. */
+static void follow_measure(struct wk *w, bool *on)
+{
+	bool want = atomic_load_explicit(&w->sh->measure, memory_order_relaxed);
+
+	if (want && !*on)
+		pt_hist_reset(&w->sh->hist);
+	*on = want;
+}
+
+int wk_loop_rr(struct wk *w)
+{
+	bool measuring = false;
+	uint64_t seq = 0;
+
+	while (!wk_service(w)) {
+		struct uvn_pkt *p;
+		uint64_t t0;
+		int r;
+
+		follow_measure(w, &measuring);
+		if (wkf_get(w->fa, 0, &p, 1, true, w->c->dirty, (uint8_t)seq) != 1) {
+			r = uvn_tx_reclaim(w->a, 0);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		seq++;
+		memcpy((uint8_t *)p->seg[0].iov_base + WK_SEQ_OFF, &seq, sizeof(seq));
+		t0 = pt_now_ns();
+		r = uvn_tx_burst(w->a, 0, &p, 1);
+		if (r != 1) {
+			uvn_pkt_free(p);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		r = await_response(w, seq, t0);
+		if (r < 0)
+			return r;
+		if (r == RR_STOP)
+			break;
+		if (r == RR_TIMEOUT) {
+			w->timeouts++;
+			continue;
+		}
+		if (measuring)
+			pt_hist_add(&w->sh->hist, pt_now_ns() - t0);
+		w->trans++;
+	}
+	return 0;
+}
