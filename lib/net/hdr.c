@@ -33,9 +33,7 @@ static int check_gso(const struct virtio_net_hdr_v1 *h, uint64_t f)
 	case VIRTIO_NET_HDR_GSO_TCPV4: ok = has(f, VIRTIO_NET_F_HOST_TSO4); break;
 	case VIRTIO_NET_HDR_GSO_TCPV6: ok = has(f, VIRTIO_NET_F_HOST_TSO6); break;
 	case VIRTIO_NET_HDR_GSO_UDP: ok = has(f, VIRTIO_NET_F_HOST_UFO); break;
-#ifdef VIRTIO_NET_HDR_GSO_UDP_L4
 	case VIRTIO_NET_HDR_GSO_UDP_L4: ok = has(f, VIRTIO_NET_F_HOST_USO); break;
-#endif
 	default: ok = false; break;
 	}
 	if (!ok)

@@ -17,6 +17,23 @@
 
 _Static_assert(sizeof(struct virtio_net_hdr_v1) == 12, "VERSION_1 header is 12 bytes");
 
+/*
+ * UDP segmentation (USO) is VIRTIO 1.2 and Linux 6.2; older UAPI headers
+ * (Debian 12's) lack its numbers. Values from the spec, only when missing.
+ */
+#ifndef VIRTIO_NET_HDR_GSO_UDP_L4
+#define VIRTIO_NET_HDR_GSO_UDP_L4 5
+#endif
+#ifndef VIRTIO_NET_F_GUEST_USO4
+#define VIRTIO_NET_F_GUEST_USO4 54
+#endif
+#ifndef VIRTIO_NET_F_GUEST_USO6
+#define VIRTIO_NET_F_GUEST_USO6 55
+#endif
+#ifndef VIRTIO_NET_F_HOST_USO
+#define VIRTIO_NET_F_HOST_USO 56
+#endif
+
 enum uvn_hdr_err {
 	UVN_HDR_OK = 0,
 	UVN_HDR_E_FLAGS,      /* flags the driver may not set */

@@ -345,6 +345,13 @@ static uint64_t offered_features(const struct uvn_vhost_port_cfg *cfg)
 		     1ull << VIRTIO_NET_F_STATUS | 1ull << VIRTIO_NET_F_CSUM |
 		     1ull << VIRTIO_NET_F_GUEST_CSUM;
 
+	/* Offloads both ways: what a destination lacks is done in software
+	 * there (net/gso.h). Not UFO: that would mean IP fragmentation. */
+	f |= 1ull << VIRTIO_NET_F_HOST_TSO4 | 1ull << VIRTIO_NET_F_HOST_TSO6 |
+	     1ull << VIRTIO_NET_F_HOST_ECN | 1ull << VIRTIO_NET_F_HOST_USO |
+	     1ull << VIRTIO_NET_F_GUEST_TSO4 | 1ull << VIRTIO_NET_F_GUEST_TSO6 |
+	     1ull << VIRTIO_NET_F_GUEST_ECN | 1ull << VIRTIO_NET_F_GUEST_USO4 |
+	     1ull << VIRTIO_NET_F_GUEST_USO6;
 	if (cfg->queues > 1)
 		f |= 1ull << VIRTIO_NET_F_MQ | 1ull << VIRTIO_NET_F_CTRL_VQ;
 	return f;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 
+#include "net/csum.h"
 #include "net/hdr.h"
 #include "switch/forward.h"
 #include "util/sys.h"
@@ -156,29 +158,78 @@ void uvn_fwd_burst(struct uvn_fwd *f, struct uvn_port *in, unsigned q, struct uv
 	}
 }
 
-/* An Ethernet + IPv4 + UDP header like testpmd's txonly frames. */
-static void write_template(uint8_t *b, const uint8_t *src_mac, uint32_t size)
+/*
+ * txonly frames. Up to one MTU (1514 bytes) an Ethernet + IPv4 + UDP frame
+ * like testpmd's; above, a TCPv4 GSO frame (NEEDS_CSUM, MSS 1448) as a
+ * guest's TSO would send it, for 64 KB streams: its payload is gen_payload,
+ * never written, shared by every such frame (segment 1 of the packet).
+ */
+#define GEN_MTU_FRAME 1514u
+#define GEN_MSS 1448u
+#define GEN_TCP_HDR 54u
+static uint8_t gen_payload[65536];
+
+static void put16(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+/* Ethernet + IPv4 header (with its checksum) for an IP packet of @size - 14 bytes. */
+static void write_l2_l3(uint8_t *b, const uint8_t *src_mac, uint32_t size, uint8_t proto)
 {
 	static const uint8_t dst[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 };
-	uint16_t ip_len = (uint16_t)(size - 14), udp_len = (uint16_t)(size - 34);
 
 	memcpy(b, dst, 6);
 	memcpy(b + 6, src_mac, 6);
 	b[12] = 0x08;
 	b[13] = 0x00;
-	memset(b + 14, 0, 28);
+	memset(b + 14, 0, 20);
 	b[14] = 0x45;
-	b[16] = (uint8_t)(ip_len >> 8);
-	b[17] = (uint8_t)ip_len;
+	put16(b + 16, size - 14);
+	b[20] = proto == 6 ? 0x40 : 0; /* TCP: don't fragment */
 	b[22] = 64;
-	b[23] = 17;
+	b[23] = proto;
 	memcpy(b + 26, "\xc6\x12\x00\x01\xc6\x12\x00\x02", 8); /* 198.18.0.1 -> .2 */
-	b[34] = 0x04;
-	b[35] = 0x00;
-	b[36] = 0x04;
-	b[37] = 0x01;
-	b[38] = (uint8_t)(udp_len >> 8);
-	b[39] = (uint8_t)udp_len;
+	put16(b + 24, (uint16_t)~uvn_csum_buf(b + 14, 20));
+}
+
+static void write_template(uint8_t *b, const uint8_t *src_mac, uint32_t size)
+{
+	write_l2_l3(b, src_mac, size, 17);
+	memset(b + 34, 0, 8);
+	put16(b + 34, 1024);
+	put16(b + 36, 1025);
+	put16(b + 38, size - 34);
+}
+
+static void write_gso(struct uvn_pkt *p, const uint8_t *src_mac, uint32_t size)
+{
+	uint8_t *b = p->buf, *th = b + 34;
+	uint32_t sum;
+
+	write_l2_l3(b, src_mac, size, 6);
+	memset(th, 0, 20);
+	put16(th, 1024);
+	put16(th + 2, 1025);
+	th[12] = 5 << 4;
+	th[13] = 0x18; /* ACK, PSH */
+	put16(th + 14, 0xffff);
+	/* NEEDS_CSUM: the checksum field holds the pseudo-header sum. */
+	sum = uvn_csum_buf(b + 26, 8) + 6u + (size - 34);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	put16(th + 16, sum);
+	p->vnet.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	p->vnet.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+	p->vnet.hdr_len = htole16(GEN_TCP_HDR);
+	p->vnet.gso_size = htole16(GEN_MSS);
+	p->vnet.csum_start = htole16(34);
+	p->vnet.csum_offset = htole16(16);
+	p->seg[0] = (struct iovec){ b, GEN_TCP_HDR };
+	p->seg[1] = (struct iovec){ gen_payload, size - GEN_TCP_HDR };
+	p->nseg = 2;
+	p->len = size;
 }
 
 unsigned uvn_fwd_generate(struct uvn_fwd *f, struct uvn_port *p, unsigned q)
@@ -189,6 +240,10 @@ unsigned uvn_fwd_generate(struct uvn_fwd *f, struct uvn_port *p, unsigned q)
 	if (!uvn_pkt_alloc_bulk(f->pool, pkts, BURST))
 		return 0;
 	for (unsigned i = 0; i < BURST; i++) {
+		if (f->txonly_size > GEN_MTU_FRAME) {
+			write_gso(pkts[i], p->mac, f->txonly_size);
+			continue;
+		}
 		write_template(pkts[i]->buf, p->mac, f->txonly_size);
 		uvn_pkt_set_buf(pkts[i], f->txonly_size);
 	}

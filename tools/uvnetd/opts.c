@@ -24,7 +24,8 @@ void uvnetd_usage(FILE *f)
 	      "  -f, --forward MODE   switch (default: L2 learning switch), loopback (frames go\n"
 	      "                       back out of their port, MACs swapped), sink (count and\n"
 	      "                       drop), txonly (generate frames into every port)\n"
-	      "      --txonly-size N  frame size for txonly (default 64, 42..2048)\n"
+	      "      --txonly-size N  frame size for txonly (default 64, 42..65535; above 1514:\n"
+	      "                       TCPv4 GSO frames, MSS 1448, segmented for guests without TSO)\n"
 	      "      --poll           busy-poll the queues (default: sleep on kicks)\n"
 	      "      --zerocopy MODE  guest TX zero-copy: on, off or auto (default auto:\n"
 	      "                       frames of --zerocopy-min bytes or more are handed on in\n"
@@ -116,8 +117,8 @@ int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
 			break;
 		case OPT_TXSIZE:
 			o->txonly_size = (uint32_t)strtoul(optarg, &end, 10);
-			if (*end || o->txonly_size < 42 || o->txonly_size > 2048) {
-				fprintf(stderr, "uvnetd: --txonly-size must be 42..2048\n");
+			if (*end || o->txonly_size < 42 || o->txonly_size > 65535) {
+				fprintf(stderr, "uvnetd: --txonly-size must be 42..65535\n");
 				return -1;
 			}
 			break;

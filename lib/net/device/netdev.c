@@ -11,6 +11,8 @@ const struct uvn_stat_desc uvn_netdev_q_stats_desc[] = {
 	S(csum_sw), S(ctrl_cmds), S(ctrl_err), S(notify),
 	S(zc_packets), S(zc_copied), S(zc_fb_small), S(zc_fb_segs), S(zc_fb_held), S(zc_fb_nopkt),
 	S(zc_held), S(zc_held_peak),
+	S(gso_pass), S(csum_pass), S(gso_sw), S(gso_segs), S(drop_gso_hdr), S(drop_gso_len),
+	S(drop_gso_size), S(drop_csum),
 	{ NULL, 0 },
 };
 

@@ -37,8 +37,8 @@ struct uvn_netdev_q_stats {
 	uint64_t err_toolong;  /* tx: frame longer than UVN_NETDEV_MAX_FRAME */
 	uint64_t err_format;   /* writable tx or readable rx descriptors: queue broken */
 	uint64_t err_ring;     /* the ring reported a driver violation: queue broken */
-	uint64_t drop_offload; /* rx: GSO frame the guest cannot take */
-	uint64_t csum_sw;      /* rx: checksums completed in software for the guest */
+	uint64_t drop_offload; /* rx: GSO type we cannot segment, or not the frame's protocol */
+	uint64_t csum_sw;      /* rx: checksums completed in software (frames and segments) */
 	uint64_t ctrl_cmds;    /* control commands answered */
 	uint64_t ctrl_err;     /* control commands refused or malformed */
 	uint64_t notify;       /* driver notifications sent */
@@ -51,6 +51,15 @@ struct uvn_netdev_q_stats {
 	uint64_t zc_fb_nopkt;  /* ... because no packet descriptor was free */
 	uint64_t zc_held;      /* chains held now (a gauge) */
 	uint64_t zc_held_peak; /* most chains held at once */
+	/* rx offloads (net/gso.h): passed on, or done in software for the guest */
+	uint64_t gso_pass;     /* rx: GSO frames passed to the guest unsegmented */
+	uint64_t csum_pass;    /* rx: partial-checksum frames passed as they are (GUEST_CSUM) */
+	uint64_t gso_sw;       /* rx: GSO frames segmented in software for the guest */
+	uint64_t gso_segs;     /* rx: segments of those delivered */
+	uint64_t drop_gso_hdr; /* rx: GSO frame whose headers are malformed or truncated */
+	uint64_t drop_gso_len; /* rx: GSO frame whose IP length lies */
+	uint64_t drop_gso_size;/* rx: GSO frame with gso_size 0 or out of range */
+	uint64_t drop_csum;    /* rx: csum_start/csum_offset not the L4 checksum, or out of range */
 };
 
 extern const struct uvn_stat_desc uvn_netdev_q_stats_desc[];

@@ -6,11 +6,18 @@
  * larger than the chain is dropped, never truncated. Chains taken for a
  * frame that then does not fit are given back (unpop), so no buffer is
  * lost; everything pushed in a burst is published by one flush.
+ *
+ * Offloads are decided per frame against the guest's features: a partial
+ * checksum or a GSO frame goes in as it is when the guest negotiated it
+ * (GUEST_CSUM, GUEST_TSO4/6, GUEST_USO4/6, GUEST_ECN); otherwise the
+ * checksum is completed, or the frame segmented, in software (net/gso.h),
+ * each segment written straight into the guest's buffers: its headers from
+ * a buffer on our stack, its payload from the packet, one copy.
  */
 #include <endian.h>
 
-#include "net/csum.h"
 #include "net/device/netdev.h"
+#include "net/gso.h"
 #include "net/iov.h"
 #include "ring/ring.h"
 #include "util/log.h"
@@ -18,66 +25,45 @@
 /* Chains one frame may take: 64 KB in buffers of at least 256 bytes. */
 #define MAX_BUFS 256
 
-enum { RX_OK, RX_NOBUF, RX_TOOBIG, RX_BROKEN };
+enum { RX_OK, RX_NOBUF, RX_TOOBIG, RX_BROKEN, RX_DROP };
 
-/* What goes into the guest for one frame. */
+/*
+ * What goes into the guest for one frame, as a stream: the virtio-net
+ * header, then @pre_len bytes at @pre (a segment's own headers, or none),
+ * then the packet's bytes from @body on.
+ */
 struct rx_frame {
 	const struct uvn_pkt *p;
 	struct virtio_net_hdr_v1 hdr;
-	uint32_t total;        /* header + frame */
+	const uint8_t *pre;
+	uint32_t pre_len;
+	uint32_t body;         /* packet offset of the first body byte */
+	uint32_t total;        /* stream length: header + pre + body bytes */
 	uint32_t csum_pos;     /* stream offset of a checksum we complete, or 0 */
 	uint8_t csum[2];
 };
 
-/* Header and software checksum for a guest with the queue's features. */
-static bool prepare(struct uvn_netdev_q *q, const struct uvn_pkt *p, struct rx_frame *f)
-{
-	const struct virtio_net_hdr_v1 *in = &p->vnet;
-
-	if (uvn_hdr_is_gso(in))
-		return false; /* segmentation for such guests comes with the offload work */
-	memset(&f->hdr, 0, sizeof(f->hdr));
-	f->p = p;
-	f->total = UVN_NET_HDR_LEN + p->len;
-	f->csum_pos = 0;
-	if (uvn_hdr_needs_csum(in)) {
-		uint32_t start = le16toh(in->csum_start), pos = start + le16toh(in->csum_offset);
-
-		if (pos + 2 > p->len)
-			return false; /* checked at ingress; never write out of range */
-		if (q->guest_csum) {
-			f->hdr.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-			f->hdr.csum_start = in->csum_start;
-			f->hdr.csum_offset = in->csum_offset;
-		} else {
-			/* The field holds the pseudo-header sum: sum it with the rest. */
-			uint16_t c = (uint16_t)~uvn_csum_iov(p->seg, p->nseg, start, p->len - start);
-
-			if (!c)
-				c = 0xffff;
-			f->csum[0] = (uint8_t)(c >> 8);
-			f->csum[1] = (uint8_t)c;
-			f->csum_pos = UVN_NET_HDR_LEN + pos;
-			q->st.csum_sw++;
-		}
-	} else if (q->guest_csum) {
-		f->hdr.flags = in->flags & VIRTIO_NET_HDR_F_DATA_VALID;
-	}
-	return true;
-}
-
-/* Write stream bytes [off, off + len) of the frame (header excluded from
- * @off's base) into one chain's iovecs starting at chain offset @coff. */
+/* Write stream bytes [off, off + len) of the frame (off >= the virtio-net
+ * header) into one chain's iovecs starting at chain offset @coff. */
 static void fill(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch, const struct rx_frame *f,
 		 uint32_t off, uint32_t coff, uint32_t len)
 {
 	const struct uvn_pkt *p = f->p;
+	uint32_t body_at = UVN_NET_HDR_LEN + f->pre_len, o = off, co = coff, l = len;
 
+	if (UVN_UNLIKELY(o < body_at)) {
+		uint32_t c = body_at - o < l ? body_at - o : l;
+
+		uvn_buf_to_iov(q->iov, ch->nin, co, f->pre + (o - UVN_NET_HDR_LEN), c);
+		o += c;
+		co += c;
+		l -= c;
+	}
 	if (UVN_LIKELY(p->nseg == 1 && ch->nin == 1))
-		memcpy((char *)q->iov[0].iov_base + coff,
-		       (const char *)p->seg[0].iov_base + off - UVN_NET_HDR_LEN, len);
-	else
-		uvn_iov_to_iov(q->iov, ch->nin, coff, p->seg, p->nseg, off - UVN_NET_HDR_LEN, len);
+		memcpy((char *)q->iov[0].iov_base + co,
+		       (const char *)p->seg[0].iov_base + f->body + (o - body_at), l);
+	else if (l)
+		uvn_iov_to_iov(q->iov, ch->nin, co, p->seg, p->nseg, f->body + (o - body_at), l);
 	/* A completed checksum overrides the two bytes it covers. */
 	if (f->csum_pos) {
 		for (uint32_t b = 0; b < 2; b++) {
@@ -134,7 +120,7 @@ static int rx_single(struct uvn_netdev_q *q, struct rx_frame *f)
 	}
 	f->hdr.num_buffers = htole16(1);
 	uvn_buf_to_iov(q->iov, ch.nin, 0, &f->hdr, UVN_NET_HDR_LEN);
-	fill(q, &ch, f, UVN_NET_HDR_LEN, UVN_NET_HDR_LEN, f->p->len);
+	fill(q, &ch, f, UVN_NET_HDR_LEN, UVN_NET_HDR_LEN, f->total - UVN_NET_HDR_LEN);
 	if (UVN_UNLIKELY(q->log_write))
 		log_chain(q, &ch, f->total);
 	uvn_vq_dev_push(q->vq, &ch, f->total);
@@ -192,8 +178,115 @@ static int rx_mergeable(struct uvn_netdev_q *q, struct rx_frame *f)
 	return RX_OK;
 }
 
+static int deliver(struct uvn_netdev_q *q, struct rx_frame *f)
+{
+	int r = q->mrg_rxbuf ? rx_mergeable(q, f) : rx_single(q, f);
+
+	if (UVN_LIKELY(r == RX_OK)) {
+		q->st.packets++;
+		q->st.bytes += f->total - UVN_NET_HDR_LEN;
+	}
+	return r;
+}
+
+/* A frame without GSO: as it is, its partial checksum completed for a guest
+ * without GUEST_CSUM. */
+static int rx_plain(struct uvn_netdev_q *q, const struct uvn_pkt *p)
+{
+	const struct virtio_net_hdr_v1 *in = &p->vnet;
+	struct rx_frame f = { .p = p, .total = UVN_NET_HDR_LEN + p->len };
+	uint32_t pos;
+	int r;
+
+	if (UVN_LIKELY(!uvn_hdr_needs_csum(in))) {
+		if (q->guest_csum)
+			f.hdr.flags = in->flags & VIRTIO_NET_HDR_F_DATA_VALID;
+		return deliver(q, &f);
+	}
+	if (!q->guest_csum) {
+		/* Range checked at ingress; never write out of it anyway. */
+		if (UVN_UNLIKELY(uvn_gso_csum(p, &pos, f.csum))) {
+			q->st.drop_csum++;
+			return RX_DROP;
+		}
+		f.csum_pos = UVN_NET_HDR_LEN + pos;
+		q->st.csum_sw++;
+		return deliver(q, &f);
+	}
+	pos = (uint32_t)le16toh(in->csum_start) + le16toh(in->csum_offset);
+	if (UVN_UNLIKELY(pos + 2 > p->len)) {
+		q->st.drop_csum++;
+		return RX_DROP;
+	}
+	f.hdr.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	f.hdr.csum_start = in->csum_start;
+	f.hdr.csum_offset = in->csum_offset;
+	r = deliver(q, &f);
+	q->st.csum_pass += r == RX_OK;
+	return r;
+}
+
+static void count_gso_err(struct uvn_netdev_q *q, int err)
+{
+	switch (err) {
+	case UVN_GSO_E_TYPE: q->st.drop_offload++; break;
+	case UVN_GSO_E_LEN: q->st.drop_gso_len++; break;
+	case UVN_GSO_E_CSUM: q->st.drop_csum++; break;
+	case UVN_GSO_E_SIZE: q->st.drop_gso_size++; break;
+	default: q->st.drop_gso_hdr++; break;
+	}
+	UVN_LOG_PEER("GSO frame dropped: %s", uvn_gso_strerror(err));
+}
+
+/*
+ * A GSO frame: passed on if the guest takes it, else segmented. Segments a
+ * guest with GUEST_CSUM gets with partial checksums (it completes them, or
+ * needs not); the others get full ones. When a segment does not fit, the
+ * frame's remaining segments are counted here as drops, itself by the caller.
+ */
+static int rx_gso(struct uvn_netdev_q *q, const struct uvn_pkt *p)
+{
+	struct uvn_gso g;
+	bool partial = q->guest_csum;
+	int r = uvn_gso_parse(p, &g);
+
+	if (UVN_UNLIKELY(r)) {
+		count_gso_err(q, r);
+		return RX_DROP;
+	}
+	if (uvn_gso_guest_ok(&g, q->features)) {
+		struct rx_frame f = { .p = p, .total = UVN_NET_HDR_LEN + p->len };
+
+		uvn_gso_vnet(&g, &f.hdr);
+		r = deliver(q, &f);
+		q->st.gso_pass += r == RX_OK;
+		return r;
+	}
+	q->st.gso_sw++;
+	for (uint32_t i = 0; i < g.nsegs; i++) {
+		uint8_t hdr[UVN_GSO_MAX_HDR];
+		struct rx_frame f = { .p = p, .pre = hdr, .pre_len = g.hdr_len };
+		uint32_t len = uvn_gso_seg(&g, p, i, partial, hdr, &f.body);
+
+		f.total = UVN_NET_HDR_LEN + g.hdr_len + len;
+		uvn_gso_seg_vnet(&g, partial, &f.hdr);
+		r = deliver(q, &f);
+		if (UVN_UNLIKELY(r != RX_OK)) {
+			if (r == RX_TOOBIG)
+				q->st.drop_toobig += g.nsegs - i - 1;
+			else if (r == RX_NOBUF)
+				q->st.drop_nobuf += g.nsegs - i - 1;
+			return r;
+		}
+		q->st.gso_segs++;
+		q->st.csum_sw += !partial;
+	}
+	return RX_OK;
+}
+
 unsigned uvn_netdev_rx(struct uvn_netdev_q *q, struct uvn_pkt *const *pkts, unsigned n)
 {
+	uint64_t pushed = q->st.packets;
 	unsigned delivered = 0, i;
 
 	if (UVN_UNLIKELY(q->broken)) {
@@ -201,27 +294,21 @@ unsigned uvn_netdev_rx(struct uvn_netdev_q *q, struct uvn_pkt *const *pkts, unsi
 		return 0;
 	}
 	for (i = 0; i < n; i++) {
-		struct rx_frame f;
-		int r;
+		const struct uvn_pkt *p = pkts[i];
+		int r = UVN_LIKELY(!uvn_hdr_is_gso(&p->vnet)) ? rx_plain(q, p) : rx_gso(q, p);
 
-		if (UVN_UNLIKELY(!prepare(q, pkts[i], &f))) {
-			q->st.drop_offload++;
-			continue;
-		}
-		r = q->mrg_rxbuf ? rx_mergeable(q, &f) : rx_single(q, &f);
 		if (UVN_LIKELY(r == RX_OK)) {
 			delivered++;
-			q->st.packets++;
-			q->st.bytes += pkts[i]->len;
 		} else if (r == RX_TOOBIG) {
 			q->st.drop_toobig++;
-		} else {
+		} else if (r != RX_DROP) {
 			/* No buffers (or a broken ring): the rest cannot go either. */
 			q->st.drop_nobuf += n - i;
 			break;
 		}
 	}
-	if (delivered) {
+	/* Segments of a frame that then ran out of buffers went in too. */
+	if (q->st.packets != pushed) {
 		uvn_netdev_q_flush(q);
 		q->st.bursts++;
 	}
