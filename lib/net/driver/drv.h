@@ -37,6 +37,8 @@
 /* Big mode: pages per chain, enough for header + the largest frame. */
 #define DRV_BIG_PAGE 4096u
 #define DRV_BIG_PAGES ((UVN_NET_HDR_LEN + DRV_MAX_FRAME + DRV_BIG_PAGE - 1) / DRV_BIG_PAGE)
+/* Descriptors of a big chain: the header on its own (as Linux does), then the pages. */
+#define DRV_BIG_DESCS (DRV_BIG_PAGES + 1)
 /* rx buffer memory is carved from pages of this size. */
 #define DRV_FRAG_PAGE (64u * 1024u)
 /* EWMA mode: buffers never larger than a page (Linux: PAGE_SIZE). */

@@ -124,7 +124,8 @@ size_t drv_rx_buf_bytes(const struct uvn_drv *d)
 	else if (d->rx_mode == UVN_RX_SMALL)
 		b = (2 * num + 64) * 1600;
 	else if (d->rx_mode == UVN_RX_BIG)
-		b = ((d->indirect ? num : num / DRV_BIG_PAGES + 1) + 64) * DRV_BIG_PAGES * DRV_BIG_PAGE;
+		b = ((d->indirect && d->cfg.ring != UVN_RING_PACKED ? num : num / DRV_BIG_DESCS + 1) + 64) *
+		    DRV_BIG_PAGES * DRV_BIG_PAGE;
 	else
 		b = 2 * num * (mtu_buf <= DRV_EWMA_MAX ? DRV_EWMA_MAX :
 			       mtu_buf + CACHE_LINE < DRV_MRG_MAX ? mtu_buf + CACHE_LINE : DRV_MRG_MAX);

@@ -72,6 +72,7 @@ int drv_rxq_init(struct uvn_drv *d, struct drv_rxq *rq)
 {
 	struct uvn_pkt_pool_cfg pc = { .count = d->cfg.rx_pkts, .name = "rx" };
 	unsigned num = rq->r.num;
+	size_t page;
 	int ret;
 
 	rq->mode = d->rx_mode;
@@ -79,13 +80,16 @@ int drv_rxq_init(struct uvn_drv *d, struct drv_rxq *rq)
 		return -EINVAL;
 	/* The arena aligns offsets from its base, which is only page aligned
 	 * without hugepages: align the pool's pages ourselves. */
-	rq->frag_len = drv_rx_buf_bytes(d) + DRV_FRAG_PAGE;
+	/* Big mode takes whole 4 KB pages: each is its own pool page, reusable
+	 * as soon as it comes back (64 KB pages would stay pinned by any one
+	 * of their sixteen 4 KB pieces). */
+	page = rq->mode == UVN_RX_BIG ? DRV_BIG_PAGE : DRV_FRAG_PAGE;
+	rq->frag_len = drv_rx_buf_bytes(d) + page;
 	rq->frag_mem = uvn_arena_alloc(d->arena, rq->frag_len, CACHE_LINE);
 	if (!rq->frag_mem)
 		return -ENOMEM;
-	ret = uvn_frag_pool_create((void *)(((uintptr_t)rq->frag_mem + DRV_FRAG_PAGE - 1) &
-					    ~(uintptr_t)(DRV_FRAG_PAGE - 1)),
-				   rq->frag_len - DRV_FRAG_PAGE, DRV_FRAG_PAGE, &rq->frags);
+	ret = uvn_frag_pool_create((void *)(((uintptr_t)rq->frag_mem + page - 1) & ~(uintptr_t)(page - 1)),
+				   rq->frag_len - page, page, &rq->frags);
 	if (ret)
 		return ret;
 	if (rq->mode == UVN_RX_SMALL) {
@@ -235,9 +239,23 @@ static int post_small(struct drv_rxq *rq, bool deferred)
 	return ret;
 }
 
+/*
+ * Big chains go through an indirect table, except on packed rings: DPDK's
+ * vhost (22.11 and later) takes four packed rx descriptors at once when
+ * their lengths fit a frame each, without looking at INDIRECT or NEXT, and
+ * then writes frames into the table itself or into the pages of one chain
+ * as if they were separate buffers. A chain that starts with the header
+ * alone (12 bytes, as Linux lays out big buffers) never fits that test;
+ * and direct chains avoid the table.
+ */
+static unsigned big_add_flags(const struct uvn_drv *d)
+{
+	return d->cfg.ring == UVN_RING_PACKED ? UVN_VQ_ADD_NO_INDIRECT : 0;
+}
+
 static int post_big(struct drv_rxq *rq, bool deferred)
 {
-	struct uvn_sg sg[DRV_BIG_PAGES];
+	struct uvn_sg sg[DRV_BIG_DESCS];
 	struct drv_big_rec *rec = NULL;
 	struct uvn_pkt *p = NULL;
 	void **pages;
@@ -274,7 +292,17 @@ static int post_big(struct drv_rxq *rq, bool deferred)
 		p->frags = rq->frags;
 		p->buf = p->seg[0].iov_base;
 	}
-	ret = i < DRV_BIG_PAGES ? -ENOMEM : uvn_vq_drv_add(rq->r.vq, sg, 0, DRV_BIG_PAGES, tok, 0);
+	if (i == DRV_BIG_PAGES) {
+		/* sg[0] = the header, sg[1] = the rest of page 0, then pages 1.. */
+		unsigned hl = rq->d->hdr_len;
+
+		memmove(&sg[1], &sg[0], sizeof(sg[0]) * DRV_BIG_PAGES);
+		sg[0].len = hl;
+		sg[1].addr += hl;
+		sg[1].len -= hl;
+	}
+	ret = i < DRV_BIG_PAGES ? -ENOMEM
+				: uvn_vq_drv_add(rq->r.vq, sg, 0, DRV_BIG_DESCS, tok, big_add_flags(rq->d));
 	if (ret) {
 		for (unsigned k = 0; k < i; k++)
 			recycle(rq, pages ? pages[k] : p->seg[k].iov_base);
@@ -327,7 +355,8 @@ static int post_mrg(struct drv_rxq *rq, bool deferred, unsigned len)
 static void refill(struct drv_rxq *rq)
 {
 	bool deferred = drv_opt(rq->d, UVN_OPT_DEFERRED_ALLOC);
-	unsigned need = rq->mode == UVN_RX_BIG && !rq->d->indirect ? DRV_BIG_PAGES : 1;
+	unsigned need = rq->mode == UVN_RX_BIG && (!rq->d->indirect || big_add_flags(rq->d))
+				? DRV_BIG_DESCS : 1;
 	unsigned added = 0;
 	int ret = 0;
 
