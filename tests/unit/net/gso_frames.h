@@ -27,6 +27,9 @@ struct tf_opts {
 	uint16_t ip_id;
 	uint32_t seq;
 	uint8_t seed;           /* payload pattern */
+	const uint8_t *addrs;   /* IPv4 source and destination (8 bytes), or NULL: 198.18.0.1 -> .2 */
+	const uint8_t *macs;    /* destination and source MAC (12 bytes), or NULL */
+	uint16_t dport;         /* 0: 5201 */
 };
 
 struct tf_layout {
@@ -87,7 +90,7 @@ static inline struct tf_layout tf_build(uint8_t *f, uint32_t payload, const stru
 	uint32_t l4hdr = o->udp ? 8 : 20 + 4 * o->tcp_opt_words, ihl = 20 + 4 * o->ip_opt_words;
 	uint8_t proto = o->udp ? 17 : 6, *ip, *th;
 
-	memcpy(f, "\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01", 12);
+	memcpy(f, o->macs ? o->macs : (const uint8_t *)"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01", 12);
 	l.l3 = 14;
 	if (o->vlan) {
 		tf_put16(f + 12, 0x8100);
@@ -114,7 +117,7 @@ static inline struct tf_layout tf_build(uint8_t *f, uint32_t payload, const stru
 		ip[6] = 0x40; /* DF */
 		ip[8] = 64;
 		ip[9] = proto;
-		memcpy(ip + 12, "\xc6\x12\x00\x01\xc6\x12\x00\x02", 8);
+		memcpy(ip + 12, o->addrs ? o->addrs : (const uint8_t *)"\xc6\x12\x00\x01\xc6\x12\x00\x02", 8);
 		for (uint32_t i = 20; i < ihl; i++)
 			ip[i] = 1; /* NOP options */
 	}
@@ -128,7 +131,7 @@ static inline struct tf_layout tf_build(uint8_t *f, uint32_t payload, const stru
 	th = f + l.l4;
 	memset(th, 0, l4hdr);
 	tf_put16(th, 40000);
-	tf_put16(th + 2, 5201);
+	tf_put16(th + 2, o->dport ? o->dport : 5201);
 	if (o->udp) {
 		tf_put16(th + 4, l.len - l.l4);
 	} else {
