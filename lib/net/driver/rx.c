@@ -354,11 +354,16 @@ static int post_mrg(struct drv_rxq *rq, bool deferred, unsigned len)
 
 static void refill(struct drv_rxq *rq)
 {
-	bool deferred = drv_opt(rq->d, UVN_OPT_DEFERRED_ALLOC);
+	bool deferred;
 	unsigned need = rq->mode == UVN_RX_BIG && (!rq->d->indirect || big_add_flags(rq->d))
 				? DRV_BIG_DESCS : 1;
-	unsigned added = 0;
+	unsigned added = 0, batch = rq->r.num / 8 < DRV_BURST ? rq->r.num / 8 : DRV_BURST;
 	int ret = 0;
+
+	/* Refill in batches: each refill ends with a publish and a full fence. */
+	if (uvn_vq_drv_num_free(rq->r.vq) < (batch > need ? batch : need))
+		return;
+	deferred = drv_opt(rq->d, UVN_OPT_DEFERRED_ALLOC);
 
 	if (rq->mode == UVN_RX_MERGEABLE)
 		rq->buf_len = drv_mrg_buf_len(rq);
@@ -717,6 +722,62 @@ static void rx_mrg(struct drv_rxq *rq, void *tok, uint32_t len, struct uvn_pkt *
 		mrg_done(rq, out, got);
 }
 
+/*
+ * Mergeable, deferred: the common frame is one buffer with a plain header
+ * (num_buffers 1, no flags, no GSO). Its packet object comes from a bulk
+ * allocation and needs no header copy (a fresh object's metadata is zero).
+ * Anything else takes rx_mrg(). @return frames delivered
+ */
+static unsigned rx_mrg_burst(struct drv_rxq *rq, const struct uvn_vq_done *done, unsigned r,
+			     struct uvn_pkt **out, unsigned *got)
+{
+	const unsigned hl = rq->d->hdr_len;
+	struct uvn_pkt *objs[DRV_BURST];
+	unsigned k = 0, used = 0, fast = 0;
+	uint64_t bytes = 0;
+	uint32_t ewma = rq->ewma;
+
+	/* Objects for raw buffers (deferred allocation); posted objects come back with theirs. */
+	if (tok_tag(done[0].token) != TOK_PKT)
+		k = uvn_pkt_alloc_bulk(rq->pkts, objs, r) ? r : 0;
+	for (unsigned i = 0; i < r; i++) {
+		uint8_t *buf = done[i].token;
+		uint32_t len = done[i].len;
+		uint16_t fg, nb;
+
+		if (UVN_LIKELY(used < k && !rq->partial_left && tok_tag(buf) != TOK_PKT &&
+			       len >= hl + UVN_ETH_HLEN)) {
+			memcpy(&fg, buf, sizeof(fg)); /* flags, gso_type */
+			memcpy(&nb, buf + offsetof(struct virtio_net_hdr_v1, num_buffers), sizeof(nb));
+			if (UVN_LIKELY(!fg && le16toh(nb) == 1)) {
+				struct uvn_pkt *p = objs[used++];
+
+				p->frags = rq->frags;
+				p->buf = buf;
+				p->seg[0].iov_base = buf + hl;
+				p->seg[0].iov_len = len - hl;
+				p->nseg = 1;
+				p->len = len - hl;
+				p->queue = (uint16_t)rq->q;
+				ewma = ewma ? (ewma * (EWMA_WEIGHT - 1) + p->len) / EWMA_WEIGHT : p->len;
+				bytes += p->len;
+				out[(*got)++] = p;
+				fast++;
+				continue;
+			}
+		}
+		rq->ewma = ewma;
+		rx_mrg(rq, done[i].token, len, out, got);
+		ewma = rq->ewma;
+	}
+	rq->ewma = ewma;
+	if (used < k)
+		uvn_pkt_free_bulk(objs + used, k - used);
+	rq->st.packets += fast;
+	rq->st.bytes += bytes;
+	return fast;
+}
+
 int uvn_rx_burst(struct uvn_drv *d, unsigned q, struct uvn_pkt **pkts, unsigned n)
 {
 	struct uvn_vq_done done[DRV_BURST];
@@ -743,6 +804,12 @@ int uvn_rx_burst(struct uvn_drv *d, unsigned q, struct uvn_pkt **pkts, unsigned 
 			break;
 		rq->posted -= (unsigned)r;
 		rq->st.bufs_used += (unsigned)r;
+		if (rq->mode == UVN_RX_MERGEABLE) {
+			rx_mrg_burst(rq, done, (unsigned)r, pkts, &got);
+			if ((unsigned)r < want)
+				break;
+			continue;
+		}
 		for (int i = 0; i < r; i++) {
 			switch (rq->mode) {
 			case UVN_RX_SMALL:

@@ -1,0 +1,188 @@
+#!/bin/bash
+# driver-vs-dpdk.sh: uvnet's virtio-net driver (uvnet-drvbench) against DPDK's
+# virtio-user PMD (dpdk-testpmd net_virtio_user), both facing the same DPDK
+# testpmd net_vhost backend, side by side, and each seed switch on/off.
+#
+#   backend:  dpdk-testpmd --lcores 0@0,1@0 net_vhost (rxonly for g2h, txonly for h2g)
+#   A (dpdk): dpdk-testpmd --lcores 0@1,1@1 net_virtio_user (txonly / rxonly)
+#   B (uvnet): uvnet-drvbench --cpu 1 (poll mode: no eventfds)
+# Runs are interleaved (A B A B ...), RUNS of each; every rate is read on the
+# backend (its per-second Rx-pps for g2h, Tx-pps for h2g), the same observer
+# for both sides: median of the steady seconds of a run. The table gives the
+# median over runs with min-max, and B/A of the medians.
+#
+# Both sides negotiate the same features (virtio-user's: VERSION_1,
+# MRG_RXBUF, IN_ORDER, INDIRECT_DESC; no CSUM, no EVENT_IDX), split ring,
+# 256 entries, burst 32, no hugepages (this machine reserves none; DPDK's
+# numbers in tools/dpdk/summary.txt "split-nohuge" are the same setting).
+#
+# Usage: bench/driver-vs-dpdk.sh [--runs N] [--seconds S] [--build DIR] [--out DIR]
+#                                [--cases main,seeds] [--only NAME]
+#   cases "main":  g2h_64 g2h_1518 h2g_64 h2g_1518        (A = dpdk, B = uvnet)
+#   cases "seeds": deferred_64 deferred_1518  (h2g, deferred_alloc on vs off)
+#                  sizing_1514                 (h2g MTU frames, hdr_mtu vs mtu_only)
+#                  desccache_2seg              (g2h 64 B in 2 segments + header push,
+#                                               indirect tables: cache on vs off)
+#                  desccache_4seg              (g2h 256 B in 4 segments)
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+RUNS=5 SECS=8 BUILD=$REPO/build-h6rel OUT=/tmp/uvnet-driver-vs-dpdk CASES=main,seeds ONLY=
+while (($#)); do
+	case $1 in
+	--runs) RUNS=$2; shift 2 ;;
+	--seconds) SECS=$2; shift 2 ;;
+	--build) BUILD=$2; shift 2 ;;
+	--out) OUT=$2; shift 2 ;;
+	--cases) CASES=$2; shift 2 ;;
+	--only) ONLY=$2; shift 2 ;;
+	*) sed -n '2,30p' "$0"; exit 2 ;;
+	esac
+done
+DRVBENCH=$BUILD/bench/uvnet-drvbench
+[[ -x "$DRVBENCH" ]] || { echo "no $DRVBENCH (meson setup $BUILD --buildtype=release && ninja -C $BUILD)" >&2; exit 1; }
+command -v dpdk-testpmd >/dev/null || { echo "dpdk-testpmd not found (apt-get install dpdk-dev)" >&2; exit 1; }
+mkdir -p "$OUT"
+RUN=$(mktemp -d /tmp/uvn-dvd.XXXXXX)
+SOCK=$RUN/vh.sock
+declare -a PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null; done
+	sleep 1
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	rm -rf "$RUN" /var/run/dpdk/uvndvd$$*
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+SAME_FEATURES=csum=0,guest_csum=0,event_idx=0,ctrl_vq=0
+EAL_MEM="--no-huge -m 1024"
+TP_APP="--nb-cores=1 --burst=32 --total-num-mbufs=16384 --stats-period 1"
+
+# backend FWD SIZE LOG: net_vhost on CPU 0, forwarding from the start
+backend() {
+	rm -f "$SOCK"
+	dpdk-testpmd --lcores 0@0,1@0 --no-pci $EAL_MEM --file-prefix=uvndvd$$vh \
+		--vdev "net_vhost0,iface=$SOCK,queues=1" -- $TP_APP --forward-mode="$1" --txpkts="$2" -a \
+		>"$3" 2>&1 &
+	BPID=$!
+	PIDS+=("$BPID")
+	for _ in $(seq 200); do [[ -S "$SOCK" ]] && return 0; sleep 0.05; done
+	echo "backend did not come up (see $3)" >&2
+	return 1
+}
+
+stop_backend() {
+	kill -INT "$BPID" 2>/dev/null
+	wait "$BPID" 2>/dev/null
+	PIDS=("${PIDS[@]/$BPID/}")
+}
+
+# rate LOG FIELD: median of the backend's per-second FIELD (Rx-pps|Tx-pps)
+# over the steady seconds (nonzero ones, first two and last dropped)
+rate() {
+	awk -v f="$2:" '$1 == f && $2 > 0 { print $2 }' "$1" | awk '
+		{ v[n++] = $1 }
+		END { lo = n > 3 ? 2 : 0; hi = n > 3 ? n - 2 : n - 1; for (i = lo; i <= hi; i++) print v[i] }' |
+		sort -g | awk '{ v[++n] = $1 } END { if (!n) print 0; else print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }'
+}
+
+# side_dpdk DIR SIZE LOGPREFIX: virtio-user testpmd on CPU 1 for SECS
+side_dpdk() {
+	local fwd=txonly
+	[[ $1 == h2g ]] && fwd=rxonly
+	timeout -s INT $((SECS + 6)) dpdk-testpmd --lcores 0@1,1@1 --no-pci $EAL_MEM \
+		--file-prefix=uvndvd$$vu --vdev "net_virtio_user0,path=$SOCK,queues=1" -- \
+		$TP_APP --forward-mode=$fwd --txpkts="$2" -a >"$3.peer.log" 2>&1
+}
+
+# side_uvnet DIR SIZE LOGPREFIX [drvbench args]: uvnet-drvbench on CPU 1 for SECS
+side_uvnet() {
+	local dir=tx
+	[[ $1 == h2g ]] && dir=rx
+	local size=$2 log=$3
+	shift 3
+	"$DRVBENCH" --connect "$SOCK" --dir $dir --size "$size" --cpu 1 --warmup 2 --duration "$SECS" \
+		--json "$@" >"$log.peer.log" 2>&1
+}
+
+# one CASE RUN SIDE(A|B) DIR SIZE -- cmd...
+one() {
+	local case=$1 run=$2 side=$3 dir=$4 size=$5 log
+	shift 5
+	log="$OUT/${case}_${side}_r$run"
+	backend "$([[ $dir == g2h ]] && echo rxonly || echo txonly)" "$size" "$log.backend.log" || return 1
+	"$1" "$dir" "$size" "$log" "${@:2}"
+	stop_backend
+	local r
+	r=$(rate "$log.backend.log" "$([[ $dir == g2h ]] && echo Rx-pps || echo Tx-pps)")
+	echo "$r" >"$log.pps"
+	printf '  %-16s run %d %s: %8.3f Mpps\n' "$case" "$run" "$side" "$(echo "$r" | awk '{print $1/1e6}')"
+}
+
+# compare CASE DIR SIZE LABEL_A "CMD_A" LABEL_B "CMD_B"
+declare -a TABLE=()
+compare() {
+	local case=$1 dir=$2 size=$3 la=$4 ca=$5 lb=$6 cb=$7 run
+	[[ -z "$ONLY" || "$ONLY" == "$case" ]] || return 0
+	echo "== $case ($dir, $size B): A=$la B=$lb"
+	echo "   A: $ca"
+	echo "   B: $cb"
+	for run in $(seq 1 "$RUNS"); do
+		# shellcheck disable=SC2086
+		one "$case" "$run" A "$dir" "$size" $ca
+		# shellcheck disable=SC2086
+		one "$case" "$run" B "$dir" "$size" $cb
+	done
+	TABLE+=("$(summarize "$case" "$dir" "$size" "$la" "$lb")")
+}
+
+# summarize CASE DIR SIZE LA LB: one table row
+summarize() {
+	local case=$1 dir=$2 size=$3 la=$4 lb=$5
+	for s in A B; do cat "$OUT/${case}_${s}_r"*.pps | sort -g >"$RUN/$s"; done
+	awk -v c="$case" -v d="$dir" -v z="$size" -v la="$la" -v lb="$lb" '
+		function med(a, n) { return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+		FNR == 1 { f++ }
+		f == 1 { a[++na] = $1 } f == 2 { b[++nb] = $1 }
+		END {
+			ma = med(a, na); mb = med(b, nb)
+			printf "%-15s %-4s %5d  %-14s %7.2f Mpps (%5.2f-%5.2f) %7.2f Gb/s | %-16s %7.2f Mpps (%5.2f-%5.2f) %7.2f Gb/s | B/A %.2f\n",
+				c, d, z, la, ma / 1e6, a[1] / 1e6, a[na] / 1e6, ma * z * 8 / 1e9,
+				lb, mb / 1e6, b[1] / 1e6, b[nb] / 1e6, mb * z * 8 / 1e9, ma ? mb / ma : 0
+		}' "$RUN/A" "$RUN/B"
+}
+
+{
+echo "# driver-vs-dpdk $(date -Is) runs=$RUNS seconds=$SECS host=$(hostname) load=$(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null)"
+} | tee "$OUT/summary.txt"
+
+if [[ ",$CASES," == *,main,* ]]; then
+	for dir in g2h h2g; do
+		for size in 64 1518; do
+			compare "${dir}_$size" "$dir" "$size" dpdk-virtio-user side_dpdk \
+				uvnet-driver "side_uvnet -o $SAME_FEATURES"
+		done
+	done
+fi
+if [[ ",$CASES," == *,seeds,* ]]; then
+	for size in 64 1518; do
+		compare "deferred_$size" h2g "$size" deferred=off "side_uvnet -o $SAME_FEATURES,deferred_alloc=off" \
+			deferred=on "side_uvnet -o $SAME_FEATURES,deferred_alloc=on"
+	done
+	compare sizing_1514 h2g 1514 mtu_only "side_uvnet -o $SAME_FEATURES,mrg_sizing=mtu_only" \
+		hdr_mtu "side_uvnet -o $SAME_FEATURES,mrg_sizing=hdr_mtu"
+	compare desccache_2seg g2h 64 cache=off "side_uvnet --segs 2 -o $SAME_FEATURES,desc_cache=off" \
+		cache=on "side_uvnet --segs 2 -o $SAME_FEATURES,desc_cache=on"
+	compare desccache_4seg g2h 256 cache=off "side_uvnet --segs 4 -o $SAME_FEATURES,desc_cache=off" \
+		cache=on "side_uvnet --segs 4 -o $SAME_FEATURES,desc_cache=on"
+fi
+
+{
+echo
+printf '%-15s %-4s %5s  %-14s %s\n' case dir bytes "side A" "median (min-max) over runs, read on the net_vhost backend; side B likewise"
+printf '%s\n' "${TABLE[@]}"
+} | tee -a "$OUT/summary.txt"
+echo "logs and per-run rates in $OUT"
