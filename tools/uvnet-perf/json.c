@@ -61,14 +61,15 @@ static int put_u(struct parser *p, char *out, size_t *o)
 {
 	unsigned v = 0;
 
-	for (int i = 1; i <= 4; i++) {
+	/* p->s points at the backslash: "\uXXXX" */
+	for (int i = 2; i <= 5; i++) {
 		int h = hexval(p->s[i]);
 
 		if (h < 0)
 			return -1;
 		v = v << 4 | (unsigned)h;
 	}
-	p->s += 5;
+	p->s += 6;
 	if (v < 0x80) {
 		out[(*o)++] = (char)v;
 	} else if (v < 0x800) {

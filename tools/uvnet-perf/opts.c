@@ -317,7 +317,7 @@ int pt_parse(int argc, char **argv, struct pt_opts *o, char *err, size_t errlen)
 	pt_cfg_defaults(&o->cfg);
 	o->runs = 1;
 	o->what = PT_RUN_DEFAULT;
-	optind = 1;
+	optind = 0; /* 0, not 1: glibc then forgets a previous parse's state too */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "t:d:s:l:w:r:m:M:Q:c:jqh", longopts, NULL)) != -1) {
 		int r;

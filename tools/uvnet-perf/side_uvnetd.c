@@ -221,6 +221,10 @@ const struct pt_side_ops pt_uvnetd_ops = { start, ready, snap, stop };
 static int ext_start(struct pt_side *s)
 {
 	s->pid = s->c->connect_pid;
+	if (!pt_sock_exists(s->sock[0])) {
+		snprintf(s->why, sizeof(s->why), "no vhost-user socket at %s", s->sock[0]);
+		return -ENOENT;
+	}
 	return 0;
 }
 

@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uvnet-perf's pieces that run nothing: the command line, the latency
+ * histogram, the JSON reader it parses uvnetd's output (and the schema
+ * test parses its own output) with.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hist.h"
+#include "json.h"
+#include "perf.h"
+
+/* Parse a command line given as one string. */
+static int parse(const char *line, struct pt_opts *o, char *err)
+{
+	static char buf[512];
+	char *argv[32];
+	int argc = 0;
+
+	snprintf(buf, sizeof(buf), "uvnet-perf %s", line);
+	for (char *t = strtok(buf, " "); t && argc < 31; t = strtok(NULL, " "))
+		argv[argc++] = t;
+	argv[argc] = NULL;
+	err[0] = 0;
+	return pt_parse(argc, argv, o, err, 256);
+}
+
+static void defaults_run_the_default_suite(void **state)
+{
+	struct pt_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse("", &o, err), 0);
+	assert_int_equal(o.what, PT_RUN_DEFAULT);
+	assert_int_equal(o.cfg.test, PT_STREAM);
+	assert_int_equal(o.cfg.size, 64);
+	assert_true(o.cfg.poll);
+	assert_true(o.cfg.deferred_alloc);
+	assert_true(o.cfg.desc_cache);
+	assert_int_equal(o.cfg.desc_cache_thr, 4);
+	assert_int_equal(o.cfg.merge, UVN_MRG_HDR_MTU);
+	assert_int_equal(o.cfg.zerocopy, PT_ZC_DEFAULT);
+	assert_int_equal(o.cfg.driver, PT_DRV_UVNET);
+	assert_int_equal(o.cfg.device, PT_DEV_UVNETD);
+	assert_int_equal(o.cfg.dev_cpu, 0);
+	assert_int_equal(o.cfg.drv_cpu, 1);
+	assert_int_equal(o.runs, 1);
+}
+
+static void a_test_and_its_knobs(void **state)
+{
+	struct pt_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse("stream -d rx -s 1518 -r packed -m big -M event -Q 2 -l 2.5 -w 0 "
+			       "--deferred-alloc off --merge-size mtu-only --desc-cache 8 "
+			       "--zerocopy auto --dirty --json",
+			       &o, err),
+			 0);
+	assert_int_equal(o.what, PT_RUN_TEST);
+	assert_int_equal(o.cfg.test, PT_STREAM);
+	assert_int_equal(o.cfg.dir, PT_RX);
+	assert_int_equal(o.cfg.size, 1518);
+	assert_int_equal(o.cfg.ring, UVN_RING_PACKED);
+	assert_int_equal(o.cfg.rx_mode, UVN_RX_BIG);
+	assert_false(o.cfg.poll);
+	assert_int_equal(o.cfg.queues, 2);
+	assert_true(o.cfg.duration == 2.5);
+	assert_true(o.cfg.warmup == 0);
+	assert_false(o.cfg.deferred_alloc);
+	assert_int_equal(o.cfg.merge, UVN_MRG_MTU_ONLY);
+	assert_true(o.cfg.desc_cache);
+	assert_int_equal(o.cfg.desc_cache_thr, 8);
+	assert_int_equal(o.cfg.zerocopy, PT_ZC_AUTO);
+	assert_true(o.cfg.dirty);
+	assert_true(o.json);
+	assert_true(o.set_duration && o.set_warmup && o.set_size && o.set_dir && o.set_mode);
+}
+
+static void names_sizes_and_sides(void **state)
+{
+	struct pt_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse("-t rr -s 64K", &o, err), 0);
+	assert_int_equal(o.cfg.test, PT_RR);
+	assert_int_equal(o.cfg.size, 65536);
+	assert_int_equal(parse("pps", &o, err), 0);
+	assert_int_equal(o.cfg.test, PT_PPS);
+	assert_int_equal(o.cfg.size, 64);
+	assert_int_equal(parse("pps --desc-cache off --merge-size adaptive", &o, err), 0);
+	assert_false(o.cfg.desc_cache);
+	assert_int_equal(o.cfg.merge, UVN_MRG_EWMA);
+	assert_int_equal(parse("stream -c /run/x.sock --connect-pid 42", &o, err), 0);
+	assert_int_equal(o.cfg.device, PT_DEV_EXTERNAL);
+	assert_string_equal(o.cfg.connect, "/run/x.sock");
+	assert_int_equal(o.cfg.connect_pid, 42);
+	assert_int_equal(parse("stream --driver dpdk --device dpdk --device-cpu 1 --driver-cpu 0",
+			       &o, err),
+			 0);
+	assert_int_equal(o.cfg.driver, PT_DRV_DPDK);
+	assert_int_equal(o.cfg.device, PT_DEV_DPDK);
+	assert_int_equal(o.cfg.dev_cpu, 1);
+	assert_int_equal(o.cfg.drv_cpu, 0);
+	assert_int_equal(parse("--pair --segs 2 --burst 64 stream", &o, err), 0);
+	assert_true(o.cfg.pair);
+	assert_int_equal(o.cfg.segs, 2);
+	assert_int_equal(o.cfg.burst, 64);
+}
+
+static void suites(void **state)
+{
+	struct pt_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse("--suite seeds --runs 5 --plot /tmp/p", &o, err), 0);
+	assert_int_equal(o.what, PT_RUN_SEEDS);
+	assert_int_equal(o.runs, 5);
+	assert_true(o.set_runs);
+	assert_string_equal(o.plot_dir, "/tmp/p");
+	assert_int_equal(parse("--suite limits", &o, err), 0);
+	assert_int_equal(o.what, PT_RUN_LIMITS);
+	assert_int_equal(parse("--suite default -q", &o, err), 0);
+	assert_int_equal(o.what, PT_RUN_DEFAULT);
+	assert_true(o.quiet);
+	assert_int_equal(parse("--compare dpdk --no-install --testpmd /x/tp --uvnetd /y/u", &o, err),
+			 0);
+	assert_int_equal(o.what, PT_RUN_COMPARE);
+	assert_true(o.no_install);
+	assert_string_equal(o.testpmd, "/x/tp");
+	assert_string_equal(o.uvnetd, "/y/u");
+}
+
+static void errors_say_what(void **state)
+{
+	static const char *const bad[] = {
+		"--size 10",            "--size 70000",       "-s abc",
+		"stream --size 4096 --segs 2", "--segs 9",    "--ring round",
+		"--rx-mode huge",       "--mode sleepy",      "--queues 0",
+		"--queues 17",          "--duration 0",       "--warmup -1",
+		"--deferred-alloc maybe", "--merge-size large", "--desc-cache 21",
+		"--zerocopy sometimes", "--driver virtio",    "--device qemu",
+		"--compare ovs",        "--suite all",        "--runs 0",
+		"stream extra",         "netperf",            "--burst 0",
+		"--no-such-option",     "rr -d rx -m small -s 4096",
+	};
+	struct pt_opts o;
+	char err[256];
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse(bad[i], &o, err), -EINVAL);
+		assert_true(strlen(err) > 5); /* a message for the user */
+	}
+	assert_int_equal(parse("--help", &o, err), 1);
+	assert_int_equal(parse("stream -h", &o, err), 1);
+}
+
+static void histogram(void **state)
+{
+	static struct pt_hist h;
+
+	(void)state;
+	/* Every value lands in a bucket whose upper edge is within 1/64 above it. */
+	for (uint64_t v = 0; v < (1ull << 40); v = v * 3 / 2 + 1) {
+		unsigned i = pt_hist_index(v);
+		uint64_t up = pt_hist_upper(i);
+
+		assert_true(i < PT_HIST_BUCKETS);
+		assert_true(up >= v);
+		assert_true((double)(up - v) <= (double)v / 64 + 1);
+		if (i)
+			assert_true(pt_hist_upper(i - 1) < v);
+	}
+	pt_hist_reset(&h);
+	assert_int_equal(pt_hist_quantile(&h, 0.5), 0);
+	for (uint64_t v = 1; v <= 1000; v++)
+		pt_hist_add(&h, v * 1000);
+	assert_int_equal(h.count, 1000);
+	assert_int_equal(h.min, 1000);
+	assert_int_equal(h.max, 1000000);
+	assert_true(pt_hist_quantile(&h, 0.5) >= 500000 && pt_hist_quantile(&h, 0.5) <= 508000);
+	assert_true(pt_hist_quantile(&h, 0.99) >= 990000 && pt_hist_quantile(&h, 0.99) <= 1000000);
+	assert_int_equal(pt_hist_quantile(&h, 1.0), 1000000);
+	assert_int_equal(pt_hist_quantile(&h, 0), 1000);
+}
+
+static void json_reader(void **state)
+{
+	struct js_doc d;
+	const struct js *p;
+
+	(void)state;
+	assert_int_equal(js_parse(&d, "{\"t\":1.5,\"ports\":[{\"name\":\"a\\\"b\\u00e9\","
+				      "\"rx_packets\":12,\"ok\":true,\"x\":null}],\"e\":[],\"o\":{}}"),
+			 0);
+	assert_true(js_num(js_get(d.root, "t"), 0) == 1.5);
+	p = js_at(js_get(d.root, "ports"), 0);
+	assert_non_null(p);
+	assert_string_equal(js_get(p, "name")->str, "a\"b\xc3\xa9");
+	assert_true(js_num(js_get(p, "rx_packets"), 0) == 12);
+	assert_int_equal(js_get(p, "ok")->type, JS_BOOL);
+	assert_int_equal(js_get(p, "x")->type, JS_NULL);
+	assert_null(js_at(js_get(d.root, "ports"), 1));
+	assert_null(js_get(d.root, "missing"));
+	assert_null(js_get(d.root, "e")->child);
+	js_free(&d);
+	static const char *const bad[] = { "", "{", "{\"a\":}", "[1,]", "{\"a\" 1}", "tru",
+					   "\"abc", "01", "+1", "{} x", "[1 2]", "NaN" };
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(js_parse(&d, bad[i]), -1);
+		assert_true(d.err[0] != 0);
+		js_free(&d);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(defaults_run_the_default_suite),
+		cmocka_unit_test(a_test_and_its_knobs),
+		cmocka_unit_test(names_sizes_and_sides),
+		cmocka_unit_test(suites),
+		cmocka_unit_test(errors_say_what),
+		cmocka_unit_test(histogram),
+		cmocka_unit_test(json_reader),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

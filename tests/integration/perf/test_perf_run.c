@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uvnet-perf against uvnetd, short runs of every test type: each JSON
+ * object matches the schema, and the numbers make sense as numbers (never
+ * as speeds): what arrived is what was sent minus the reported drops, CPU
+ * is a fraction of one core, rr latencies are positive and ordered. Also:
+ * n/a and error rows are still valid objects, and Ctrl-C leaves no process
+ * or file behind.
+ *
+ * Usage: test_perf_run UVNET_PERF UVNETD
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "json.h"
+#include "schema.h"
+
+static const char *perf, *uvnetd;
+
+#define SHORT "-l 1 -w 0.2"
+
+/* Run uvnet-perf with @args and --json; its stdout in @out. @return exit status */
+static int run(const char *args, char *out, size_t n)
+{
+	char cmd[1024];
+	size_t len = 0;
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s %s --json --no-install --uvnetd %s", perf, args, uvnetd);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (len < n - 1 && fgets(out + len, (int)(n - len), p))
+		len += strlen(out + len);
+	out[len] = 0;
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Every line is an object that passes the schema; @return how many lines. */
+static unsigned each_object(char *out, bool suite, void (*check)(const struct js *o))
+{
+	unsigned n = 0;
+
+	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+		struct js_doc d;
+		const char *bad;
+
+		if (js_parse(&d, line))
+			fail_msg("not JSON (%s): %s", d.err, line);
+		bad = perf_schema_check(d.root, suite);
+		if (bad)
+			fail_msg("schema: %s in %s", bad, line);
+		if (check)
+			check(d.root);
+		js_free(&d);
+		n++;
+	}
+	return n;
+}
+
+static double num(const struct js *o, const char *key)
+{
+	const struct js *v = js_get(o, key);
+
+	assert_non_null(v);
+	return v->type == JS_NUM ? v->num : NAN;
+}
+
+static void sane(const struct js *o)
+{
+	const struct js *status = js_get(o, "status");
+	const char *test = js_get(o, "test")->str;
+
+	if (strcmp(status->str, "ok"))
+		fail_msg("%s %s: %s: %s", test, js_get(o, "direction")->str, status->str,
+			 js_get(o, "reason")->str);
+	/* Counted on both sides, after the drain: nothing unaccounted for. */
+	assert_true(num(o, "received") > 0);
+	assert_true(num(o, "unaccounted") == 0);
+	assert_true(num(o, "received") == num(o, "sent") - num(o, "drops"));
+	assert_true(num(o, "cpu_driver") >= 0 && num(o, "cpu_driver") <= 1);
+	assert_true(num(o, "cpu_device") >= 0 && num(o, "cpu_device") <= 1);
+	assert_true(num(o, "pps") > 0 && num(o, "gbps") > 0);
+	assert_true(num(o, "notifications_per_s") >= 0);
+	assert_string_equal(js_get(o, "measured_at")->str, "receiver");
+	if (!strcmp(test, "rr")) {
+		const struct js *lat = js_get(o, "latency_us");
+
+		assert_int_equal(lat->type, JS_OBJ);
+		assert_true(num(lat, "p50") > 0);
+		assert_true(num(o, "transactions_per_s") > 0);
+	} else {
+		assert_int_equal(js_get(o, "latency_us")->type, JS_NULL);
+	}
+}
+
+static void one(const char *args)
+{
+	char out[8192], cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "%s %s", args, SHORT);
+	assert_int_equal(run(cmd, out, sizeof(out)), 0);
+	assert_int_equal(each_object(out, false, sane), 1);
+}
+
+static void stream_tx(void **s) { (void)s; one("stream -s 64"); }
+static void stream_rx(void **s) { (void)s; one("stream -d rx -s 1518"); }
+static void stream_tso(void **s) { (void)s; one("stream -s 65535"); }
+static void stream_rx_big(void **s) { (void)s; one("stream -d rx -s 65535 -m big"); }
+static void stream_event(void **s) { (void)s; one("stream -s 1518 -M event"); }
+static void stream_packed(void **s) { (void)s; one("stream -d rx -r packed -m small"); }
+static void stream_dirty(void **s) { (void)s; one("stream -s 4096 --dirty"); }
+static void pps_tx(void **s) { (void)s; one("pps"); }
+static void pps_rx_segs(void **s) { (void)s; one("pps -d rx"); }
+static void pps_segs(void **s) { (void)s; one("pps --segs 2 --desc-cache off"); }
+static void rr_poll(void **s) { (void)s; one("rr"); }
+static void rr_event(void **s) { (void)s; one("rr -M event -s 1518"); }
+static void pair_stream(void **s) { (void)s; one("stream --pair -s 4096 -M event"); }
+static void pair_rr(void **s) { (void)s; one("rr --pair -M event"); }
+static void queues(void **s) { (void)s; one("stream -Q 2 -s 256"); }
+
+static void na_is_an_object(const struct js *o)
+{
+	assert_string_equal(js_get(o, "status")->str, "n/a");
+	assert_true(strlen(js_get(o, "reason")->str) > 0);
+	assert_int_equal(js_get(o, "pps")->type, JS_NULL);
+	assert_int_equal(js_get(o, "deferred_alloc")->type, JS_NULL);
+}
+
+static void error_is_an_object(const struct js *o)
+{
+	assert_string_equal(js_get(o, "status")->str, "error");
+	assert_non_null(strstr(js_get(o, "reason")->str, "no-such.sock"));
+}
+
+static void not_available_and_errors(void **s)
+{
+	char out[8192];
+
+	(void)s;
+	/* Decided before anything starts: no DPDK needed. */
+	assert_int_equal(run("rr --driver dpdk " SHORT, out, sizeof(out)), 0);
+	assert_int_equal(each_object(out, false, na_is_an_object), 1);
+	assert_int_equal(run("stream -c /nonexistent/no-such.sock " SHORT, out, sizeof(out)), 1);
+	assert_int_equal(each_object(out, false, error_is_an_object), 1);
+}
+
+static void default_suite_short(void **s)
+{
+	char out[32768];
+
+	(void)s;
+	assert_int_equal(run("-l 0.5 -w 0.1", out, sizeof(out)), 0);
+	/* pps tx/rx, stream tx/rx at three sizes, rr */
+	assert_int_equal(each_object(out, false, sane), 9);
+}
+
+static void seeds_schema(const struct js *o)
+{
+	assert_non_null(js_get(o, "seed"));
+	assert_non_null(js_get(o, "switch"));
+}
+
+static void seeds_suite_objects(void **s)
+{
+	char out[65536];
+
+	(void)s;
+	assert_int_equal(run("--suite seeds --runs 1 -l 0.3 -w 0", out, sizeof(out)), 0);
+	/* 10 experiments, off and on */
+	assert_int_equal(each_object(out, true, seeds_schema), 20);
+}
+
+/* Processes whose command line mentions @needle. */
+static unsigned procs_with(const char *needle)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	unsigned n = 0;
+
+	while (d && (e = readdir(d))) {
+		char path[300], buf[4096];
+		FILE *f;
+		size_t len;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		for (size_t i = 0; i < len; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[len] = 0;
+		n += strstr(buf, needle) != NULL;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void interrupt_cleans_up(void **s)
+{
+	char tmp[] = "/tmp/uvpt-XXXXXX", dur[] = "30";
+	pid_t pid;
+	int st;
+	DIR *d;
+	struct dirent *e;
+	unsigned entries = 0;
+
+	(void)s;
+	assert_non_null(mkdtemp(tmp));
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char *argv[] = { (char *)perf, (char *)"stream", (char *)"-l", dur, (char *)"-q",
+				 (char *)"--uvnetd", (char *)uvnetd, NULL };
+
+		setenv("TMPDIR", tmp, 1);
+		execv(perf, argv);
+		_exit(127);
+	}
+	sleep(2);
+	/* Its uvnetd listens on a socket inside our TMPDIR: that is how we find it. */
+	assert_true(procs_with(tmp) >= 1);
+	kill(pid, SIGINT);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 130);
+	usleep(200000);
+	assert_int_equal(procs_with(tmp), 0);
+	d = opendir(tmp);
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		entries += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	assert_int_equal(entries, 0);
+	rmdir(tmp);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(stream_tx),       cmocka_unit_test(stream_rx),
+		cmocka_unit_test(stream_tso),      cmocka_unit_test(stream_rx_big),
+		cmocka_unit_test(stream_event),    cmocka_unit_test(stream_packed),
+		cmocka_unit_test(stream_dirty),    cmocka_unit_test(pps_tx),
+		cmocka_unit_test(pps_rx_segs),     cmocka_unit_test(pps_segs),
+		cmocka_unit_test(rr_poll),         cmocka_unit_test(rr_event),
+		cmocka_unit_test(pair_stream),     cmocka_unit_test(pair_rr),
+		cmocka_unit_test(queues),          cmocka_unit_test(not_available_and_errors),
+		cmocka_unit_test(default_suite_short), cmocka_unit_test(seeds_suite_objects),
+		cmocka_unit_test(interrupt_cleans_up),
+	};
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s UVNET_PERF UVNETD\n", argv[0]);
+		return 2;
+	}
+	perf = argv[1];
+	uvnetd = argv[2];
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
