@@ -54,7 +54,7 @@ struct uvn_netdev_q_stats {
 	/* rx offloads (net/gso.h): passed on, or done in software for the guest */
 	uint64_t gso_pass;     /* rx: GSO frames passed to the guest unsegmented */
 	uint64_t csum_pass;    /* rx: partial-checksum frames passed as they are (GUEST_CSUM) */
-	uint64_t gso_sw;       /* rx: GSO frames segmented in software for the guest */
+	uint64_t gso_sw;       /* rx: GSO frames segmented in software (some segments went in) */
 	uint64_t gso_segs;     /* rx: segments of those delivered */
 	uint64_t drop_gso_hdr; /* rx: GSO frame whose headers are malformed or truncated */
 	uint64_t drop_gso_len; /* rx: GSO frame whose IP length lies */

@@ -262,7 +262,6 @@ static int rx_gso(struct uvn_netdev_q *q, const struct uvn_pkt *p)
 		q->st.gso_pass += r == RX_OK;
 		return r;
 	}
-	q->st.gso_sw++;
 	for (uint32_t i = 0; i < g.nsegs; i++) {
 		uint8_t hdr[UVN_GSO_MAX_HDR];
 		struct rx_frame f = { .p = p, .pre = hdr, .pre_len = g.hdr_len };
@@ -278,6 +277,7 @@ static int rx_gso(struct uvn_netdev_q *q, const struct uvn_pkt *p)
 				q->st.drop_nobuf += g.nsegs - i - 1;
 			return r;
 		}
+		q->st.gso_sw += i == 0; /* frames of which segments went in */
 		q->st.gso_segs++;
 		q->st.csum_sw += !partial;
 	}

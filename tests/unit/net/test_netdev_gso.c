@@ -321,7 +321,13 @@ static void test_segments_until_buffers_run_out(void **state)
 	/* the two segments that fit are published, the third is a drop */
 	check_first_segments(fx, p, &l, &o, 2, 3, true);
 	assert_int_equal(fx->q.st.gso_segs, 2);
+	assert_int_equal(fx->q.st.gso_sw, 1);
 	assert_int_equal(fx->q.st.drop_nobuf, 1);
+	assert_int_equal(fx->notified, 1);
+	/* no buffer at all: no segment went in, all three are drops */
+	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 0);
+	assert_int_equal(fx->q.st.gso_sw, 1);
+	assert_int_equal(fx->q.st.drop_nobuf, 1 + 3);
 	assert_int_equal(fx->notified, 1);
 	uvn_pkt_free(p);
 	teardown_fx(fx);
