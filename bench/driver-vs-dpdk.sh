@@ -16,8 +16,15 @@
 # 256 entries, burst 32, no hugepages (this machine reserves none; DPDK's
 # numbers in tools/dpdk/summary.txt "split-nohuge" are the same setting).
 #
+# The machine is shared: before each run the script waits (up to --quiet-wait
+# seconds) until processes that are not the benchmark's use less than 15 % of
+# a CPU, and it records that foreign CPU use during the run. A run with more
+# than --max-foreign % is redone (up to 3 times) and otherwise kept but
+# marked; the table uses only clean runs when at least 3 are clean.
+#
 # Usage: bench/driver-vs-dpdk.sh [--runs N] [--seconds S] [--build DIR] [--out DIR]
 #                                [--cases main,seeds] [--only NAME]
+#                                [--quiet-wait S] [--max-foreign PCT]
 #   cases "main":  g2h_64 g2h_1518 h2g_64 h2g_1518        (A = dpdk, B = uvnet)
 #   cases "seeds": deferred_64 deferred_1518  (h2g, deferred_alloc on vs off)
 #                  sizing_1514                 (h2g MTU frames, hdr_mtu vs mtu_only)
@@ -28,6 +35,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 RUNS=5 SECS=8 BUILD=$REPO/build-h6rel OUT=/tmp/uvnet-driver-vs-dpdk CASES=main,seeds ONLY=
+QUIET_WAIT=120 MAX_FOREIGN=25
 while (($#)); do
 	case $1 in
 	--runs) RUNS=$2; shift 2 ;;
@@ -36,6 +44,8 @@ while (($#)); do
 	--out) OUT=$2; shift 2 ;;
 	--cases) CASES=$2; shift 2 ;;
 	--only) ONLY=$2; shift 2 ;;
+	--quiet-wait) QUIET_WAIT=$2; shift 2 ;;
+	--max-foreign) MAX_FOREIGN=$2; shift 2 ;;
 	*) sed -n '2,30p' "$0"; exit 2 ;;
 	esac
 done
@@ -79,6 +89,46 @@ stop_backend() {
 	PIDS=("${PIDS[@]/$BPID/}")
 }
 
+# cpu_snap FILE: "pid ticks ours" for every process (ours: the benchmark's
+# own, recognised by this run's directory or file prefix in the command line)
+HZ=$(getconf CLK_TCK)
+cpu_snap() {
+	local f pid st rest cmd ours
+	: >"$1"
+	for f in /proc/[0-9]*/stat; do
+		pid=${f#/proc/}
+		pid=${pid%/stat}
+		read -r st <"$f" 2>/dev/null || continue
+		rest=${st##*) }
+		cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
+		ours=0
+		[[ "$cmd" == *"$RUN"* || "$cmd" == *uvndvd$$* || $pid == $$ ]] && ours=1
+		# fields after "comm)": state=1 ... utime=12 stime=13
+		set -- $rest
+		echo "$pid $((${12} + ${13})) $ours"
+	done >>"$1"
+}
+
+# foreign_pct BEFORE AFTER SECONDS: CPU % used by processes not ours
+foreign_pct() {
+	awk -v hz="$HZ" -v s="$3" '
+		FNR == NR { t0[$1] = $2; next }
+		!$3 { d += $2 - (($1 in t0) ? t0[$1] : 0) }
+		END { printf "%.0f\n", d / hz / s * 100 }' "$1" "$2"
+}
+
+# wait_quiet: until foreign CPU use over one second is below 15 % (at most QUIET_WAIT s)
+wait_quiet() {
+	local t0 end=$((SECONDS + QUIET_WAIT))
+	while ((SECONDS < end)); do
+		cpu_snap "$RUN/q0"
+		sleep 1
+		cpu_snap "$RUN/q1"
+		(($(foreign_pct "$RUN/q0" "$RUN/q1" 1) < 15)) && return 0
+	done
+	return 1
+}
+
 # rate LOG FIELD: median of the backend's per-second FIELD (Rx-pps|Tx-pps)
 # over the steady seconds (nonzero ones, first two and last dropped)
 rate() {
@@ -109,16 +159,27 @@ side_uvnet() {
 
 # one CASE RUN SIDE(A|B) DIR SIZE -- cmd...
 one() {
-	local case=$1 run=$2 side=$3 dir=$4 size=$5 log
+	local case=$1 run=$2 side=$3 dir=$4 size=$5 log try r foreign t0 quiet
 	shift 5
 	log="$OUT/${case}_${side}_r$run"
-	backend "$([[ $dir == g2h ]] && echo rxonly || echo txonly)" "$size" "$log.backend.log" || return 1
-	"$1" "$dir" "$size" "$log" "${@:2}"
-	stop_backend
-	local r
-	r=$(rate "$log.backend.log" "$([[ $dir == g2h ]] && echo Rx-pps || echo Tx-pps)")
-	echo "$r" >"$log.pps"
-	printf '  %-16s run %d %s: %8.3f Mpps\n' "$case" "$run" "$side" "$(echo "$r" | awk '{print $1/1e6}')"
+	for try in 1 2 3 4; do
+		quiet=quiet
+		wait_quiet || quiet=busy
+		cpu_snap "$RUN/c0"
+		t0=$SECONDS
+		backend "$([[ $dir == g2h ]] && echo rxonly || echo txonly)" "$size" "$log.backend.log" || return 1
+		"$1" "$dir" "$size" "$log" "${@:2}"
+		stop_backend
+		cpu_snap "$RUN/c1"
+		foreign=$(foreign_pct "$RUN/c0" "$RUN/c1" $((SECONDS - t0 > 0 ? SECONDS - t0 : 1)))
+		r=$(rate "$log.backend.log" "$([[ $dir == g2h ]] && echo Rx-pps || echo Tx-pps)")
+		((foreign <= MAX_FOREIGN)) && break
+		printf '  %-16s run %d %s: %8.3f Mpps, %s%% foreign CPU (%s before): redo\n' "$case" "$run" \
+			"$side" "$(echo "$r" | awk '{print $1/1e6}')" "$foreign" "$quiet"
+	done
+	echo "$r $foreign" >"$log.pps"
+	printf '  %-16s run %d %s: %8.3f Mpps  (foreign CPU %s%%)\n' "$case" "$run" "$side" \
+		"$(echo "$r" | awk '{print $1/1e6}')" "$foreign"
 }
 
 # compare CASE DIR SIZE LABEL_A "CMD_A" LABEL_B "CMD_B"
@@ -140,18 +201,26 @@ compare() {
 
 # summarize CASE DIR SIZE LA LB: one table row
 summarize() {
-	local case=$1 dir=$2 size=$3 la=$4 lb=$5
-	for s in A B; do cat "$OUT/${case}_${s}_r"*.pps | sort -g >"$RUN/$s"; done
-	awk -v c="$case" -v d="$dir" -v z="$size" -v la="$la" -v lb="$lb" '
+	local case=$1 dir=$2 size=$3 la=$4 lb=$5 s clean=1
+	# Clean runs only, when each side has at least 3 of them.
+	for s in A B; do
+		(($(cat "$OUT/${case}_${s}_r"*.pps | awk -v m="$MAX_FOREIGN" '$2 <= m' | wc -l) >= 3)) || clean=0
+	done
+	for s in A B; do
+		cat "$OUT/${case}_${s}_r"*.pps | awk -v m="$MAX_FOREIGN" -v c=$clean '!c || $2 <= m { print $1 }' |
+			sort -g >"$RUN/$s"
+	done
+	awk -v c="$case" -v d="$dir" -v z="$size" -v la="$la" -v lb="$lb" -v clean=$clean '
 		function med(a, n) { return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
 		FNR == 1 { f++ }
 		f == 1 { a[++na] = $1 } f == 2 { b[++nb] = $1 }
 		END {
 			ma = med(a, na); mb = med(b, nb)
-			printf "%-15s %-4s %5d  %-14s %7.2f Mpps (%5.2f-%5.2f) %7.2f Gb/s | %-16s %7.2f Mpps (%5.2f-%5.2f) %7.2f Gb/s | B/A %.2f\n",
+			printf "%-15s %-4s %5d  %-14s %7.2f Mpps (%5.2f-%5.2f) %7.2f Gb/s | %-16s %7.2f Mpps (%5.2f-%5.2f) %7.2f Gb/s | B/A %.2f",
 				c, d, z, la, ma / 1e6, a[1] / 1e6, a[na] / 1e6, ma * z * 8 / 1e9,
 				lb, mb / 1e6, b[1] / 1e6, b[nb] / 1e6, mb * z * 8 / 1e9, ma ? mb / ma : 0
-		}' "$RUN/A" "$RUN/B"
+			printf "%s\n", clean ? "" : "  (too few quiet runs: all runs counted)"
+		}' "$RUN/A" "$RUN/B" | sed -z 's/\n$//' | tr -s '\n' ' ' 
 }
 
 {
