@@ -360,8 +360,10 @@ static void refill(struct drv_rxq *rq)
 	unsigned added = 0, batch = rq->r.num / 8 < DRV_BURST ? rq->r.num / 8 : DRV_BURST;
 	int ret = 0;
 
-	/* Refill in batches: each refill ends with a publish and a full fence. */
-	if (uvn_vq_drv_num_free(rq->r.vq) < (batch > need ? batch : need))
+	/* Refill in batches: each refill ends with a publish and a full fence.
+	 * Chains of many descriptors (big mode) go back one by one: holding
+	 * one back would cost a sizeable share of the few that fit. */
+	if (uvn_vq_drv_num_free(rq->r.vq) < (need > 1 ? need : batch))
 		return;
 	deferred = drv_opt(rq->d, UVN_OPT_DEFERRED_ALLOC);
 

@@ -63,7 +63,7 @@ static struct peer *peer_new(void)
 			return &peer_store[i];
 	}
 	fail();
-	return NULL;
+	return &peer_store[0]; /* not reached: fail() ends the test */
 }
 
 static void track(struct peer *p, bool on)
@@ -133,6 +133,32 @@ static void peer_start(struct peer *p, const char *mode, bool poll, unsigned que
 		assert_true(now_ms() < end);
 		usleep(5000);
 	}
+}
+
+/* uvnetd connecting to us (its "client" ports, like QEMU's server=on): the
+ * driver listens, in server mode. */
+static void peer_start_client(struct peer *p, const char *mode)
+{
+	const char *bin = getenv("UVNETD");
+	char port[200];
+
+	assert_non_null(bin);
+	snprintf(p->dir, sizeof(p->dir), "/tmp/uvn-drvint-XXXXXX");
+	assert_non_null(mkdtemp(p->dir));
+	snprintf(p->sock, sizeof(p->sock), "%s/vu.sock", p->dir);
+	snprintf(p->out, sizeof(p->out), "%s/uvnetd.out", p->dir);
+	snprintf(port, sizeof(port), "vhost-user:%s,client", p->sock);
+	p->pid = fork();
+	assert_true(p->pid >= 0);
+	if (p->pid == 0) {
+		int fd = open(p->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(fd, 1);
+		execl(bin, bin, "--port", port, "--forward", mode, "--poll", "--json", (char *)NULL);
+		_exit(127);
+	}
+	track(p, true);
 }
 
 /* Stop uvnetd (SIGTERM: it prints its totals) and read its frame counts. */
@@ -520,11 +546,40 @@ static void test_two_pairs(void **state)
 	assert_int_equal(tx, 1024);
 }
 
+/* Server mode: the driver listens, uvnetd connects; frames go both ways. */
+static void test_server_mode(void **state)
+{
+	struct peer *p = peer_new();
+	struct uvn_drv_cfg cfg;
+	struct uvn_drv *d = NULL;
+	uint64_t rx, tx;
+
+	(void)state;
+	peer_start_client(p, "loopback");
+	uvn_drv_cfg_init(&cfg);
+	cfg.path = p->sock;
+	cfg.server = true;
+	cfg.poll = true;
+	cfg.timeout_ms = 10000; /* uvnetd retries its connection once a second */
+	assert_int_equal(uvn_drv_open(&cfg, &d), 0);
+	send_frames(d, 0, 0, 64);
+	recv_swapped(d, 0, 0, 64, false);
+	wait_tx_done(d, 0);
+	uvn_drv_stop(d);
+	check_returned(d);
+	uvn_drv_close(d);
+	/* The driver removed its socket; uvnetd keeps trying until stopped. */
+	assert_int_equal(access(p->sock, F_OK), -1);
+	peer_stop(p, &rx, &tx);
+	assert_int_equal(rx, 64);
+	assert_int_equal(tx, 64);
+}
+
 int main(void)
 {
 	static const char *const modes[] = { "auto", "small", "big", "mergeable" };
 	static char names[sizeof(cells) / sizeof(cells[0])][96];
-	struct CMUnitTest tests[sizeof(cells) / sizeof(cells[0]) + 4];
+	struct CMUnitTest tests[sizeof(cells) / sizeof(cells[0]) + 6];
 	unsigned n = 0;
 
 	if (!getenv("UVNETD")) {
@@ -542,5 +597,6 @@ int main(void)
 	}
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test_teardown(test_peer_killed, kill_leftovers);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test_teardown(test_two_pairs, kill_leftovers);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test_teardown(test_server_mode, kill_leftovers);
 	return _cmocka_run_group_tests("driver_uvnetd", tests, n, NULL, NULL);
 }

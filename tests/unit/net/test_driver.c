@@ -24,6 +24,7 @@
 
 #include "net/csum.h"
 #include "test_driver_be.h"
+#include "vhost_user/proto.h"
 
 #define F(b) (1ull << (b))
 #define MAXF 65535u
@@ -632,6 +633,11 @@ static void test_ctrl_mq(void **state)
 	open_drv(&c, &cfg);
 	assert_true(uvn_drv_has_ctrl(c.d));
 	assert_true(uvn_drv_features(c.d) & F(VIRTIO_NET_F_MQ));
+	/* Every protocol feature we want was offered, so all are in use:
+	 * the memory went over with ADD_MEM_REG (CONFIGURE_MEM_SLOTS). */
+	assert_int_equal(uvn_drv_protocol_features(c.d),
+			 F(VHOST_USER_PROTOCOL_F_MQ) | F(VHOST_USER_PROTOCOL_F_REPLY_ACK) |
+			 F(VHOST_USER_PROTOCOL_F_STATUS) | F(VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS));
 	assert_int_equal(uvn_drv_queue_pairs(c.d), 2);
 	/* open: MQ pairs and the MAC */
 	assert_int_equal(tbe_pairs_set(c.be), 2);
