@@ -76,24 +76,52 @@ static void run_row(const struct pt_opts *o, const struct pt_cfg *base, unsigned
 	}
 }
 
-/* Which regime the runs of a row ran in: "near 5/12". */
+/* Which regimes the runs of a row ran in: "near 5 far 7". */
 static void regimes(unsigned i, unsigned runs, char *out, size_t n)
 {
-	unsigned near = 0, total = 0;
+	static const char *const names[] = { "near", "far", "contended" };
+	unsigned count[3] = { 0, 0, 0 };
+	size_t len = 0;
 
 	for (unsigned p = 0; p < NPAIRS; p++)
 		for (unsigned k = 0; k < runs; k++)
-			if (pt_known(res[i][p][k].rtt_ns)) {
-				total++;
-				near += !strcmp(pt_regime(res[i][p][k].rtt_ns), "near");
-			}
-	snprintf(out, n, "near %u/%u", near, total);
+			for (unsigned g = 0; g < 3 && pt_known(res[i][p][k].rtt_ns); g++)
+				count[g] += !strcmp(pt_regime(res[i][p][k].rtt_ns), names[g]);
+	out[0] = 0;
+	for (unsigned g = 0; g < 3; g++)
+		if (count[g])
+			len += (size_t)snprintf(out + len, n - len, "%s%s %u", len ? " " : "",
+						names[g], count[g]);
+}
+
+/* Each pair's median as a fraction of the physical limit: "3/2/2/4 % of 173 Gb/s". */
+static const char *limits_cell(unsigned i, unsigned runs)
+{
+	static char out[96];
+	const struct pt_limits *l = pt_limits_cached();
+	size_t n = 0;
+
+	if (!l)
+		return "-";
+	for (unsigned p = 0; p < NPAIRS; p++) {
+		double v[MAX_RUNS], med, lo, hi;
+
+		for (unsigned k = 0; k < runs; k++)
+			v[k] = res[i][p][k].limit_frac;
+		pt_median(v, runs, &med, &lo, &hi);
+		if (pt_known(med))
+			n += (size_t)snprintf(out + n, sizeof(out) - n, "%s%.1f", p ? "/" : "", med * 100);
+		else
+			n += (size_t)snprintf(out + n, sizeof(out) - n, "%s-", p ? "/" : "");
+	}
+	snprintf(out + n, sizeof(out) - n, " %% of memcpy at %u B", rows[i].size);
+	return out;
 }
 
 static void print_row(unsigned i, unsigned runs, struct pt_bars *plot)
 {
 	double ref = NAN, v[MAX_RUNS], med, lo, hi;
-	char reg[24];
+	char reg[48];
 	unsigned g = plot->ngroups++;
 
 	snprintf(plot->group[g], sizeof(plot->group[g]), "%s %s %u B", pt_test_name(rows[i].test),
@@ -122,7 +150,7 @@ static void print_row(unsigned i, unsigned runs, struct pt_bars *plot)
 		printf(" | %-25s", cell);
 	}
 	regimes(i, runs, reg, sizeof(reg));
-	printf(" | %s\n", reg);
+	printf(" | %s | %s\n", reg, limits_cell(i, runs));
 }
 
 static void print_table(const struct pt_opts *o, const struct pt_cfg *base, unsigned runs)
@@ -139,7 +167,7 @@ static void print_table(const struct pt_opts *o, const struct pt_cfg *base, unsi
 	printf("%-6s %-2s %5s %-4s", "test", "", "size", "unit");
 	for (unsigned p = 0; p < NPAIRS; p++)
 		printf(" | %-25s", pairs[p].name);
-	printf(" | cross-CPU regime\n");
+	printf(" | cross-CPU regime | of the limit (same order)\n");
 	pt_bars_init(&plot, "compare-dpdk.png",
 		     "driver -> device, relative to DPDK virtio-user -> DPDK net_vhost",
 		     "ratio to DPDK->DPDK (median, min-max)");

@@ -134,7 +134,7 @@ int wkf_init(struct wk_frames *f, struct uvn_drv *d, const struct pt_cfg *c, uns
 	f->segs = c->segs ? c->segs : 1;
 	f->queues = uvn_drv_queue_pairs(d);
 	f->big = size > WK_SMALL_MAX;
-	f->gso = size > PT_MTU_FRAME &&
+	f->gso = size > PT_PLAIN_MAX &&
 		 (uvn_drv_features(d) & (1ull << VIRTIO_NET_F_HOST_TSO4)) &&
 		 (uvn_drv_features(d) & (1ull << VIRTIO_NET_F_CSUM));
 	memcpy(f->dst, dst, 6);
@@ -159,7 +159,7 @@ void wkf_fini(struct wk_frames *f)
 
 const char *wkf_offload(const struct wk_frames *f)
 {
-	return f->gso ? "tso" : f->size > PT_MTU_FRAME ? "jumbo" : "none";
+	return f->gso ? "tso" : f->size > PT_PLAIN_MAX ? "jumbo" : "none";
 }
 
 /* Split a tx pool frame into @segs pieces of its data room (indirect tables). */

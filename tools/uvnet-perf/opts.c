@@ -49,7 +49,7 @@ void pt_usage(FILE *f)
 	      "      --plot DIR       PNG charts of the suite (gnuplot)\n\n"
 	      "Test settings:\n"
 	      "  -d, --direction tx|rx  tx: driver -> device (guest->host), rx: device -> driver\n"
-	      "  -s, --size N[K]      frame bytes, 60..65536 (default 64; above 1514 TSO frames\n"
+	      "  -s, --size N[K]      frame bytes, 60..65536 (default 64; above 1518 TSO frames\n"
 	      "                       when the device offers TSO, jumbo frames otherwise)\n"
 	      "      --segs N         tx: segments per frame up to 2 KB (1..8; >1 uses indirect\n"
 	      "                       descriptor tables, the desc cache's case)\n"

@@ -31,7 +31,8 @@ enum pt_zc { PT_ZC_DEFAULT, PT_ZC_ON, PT_ZC_OFF, PT_ZC_AUTO }; /* default: not p
 
 #define PT_MIN_SIZE 60u
 #define PT_MAX_SIZE 65536u
-#define PT_MTU_FRAME 1514u       /* Ethernet header + 1500 */
+#define PT_MTU_FRAME 1514u       /* Ethernet header + 1500: the seeds' "MTU-size frames" */
+#define PT_PLAIN_MAX 1518u       /* + a VLAN tag: the largest frame sent without TSO */
 #define PT_MAX_SEGS 8u
 
 /* One test's settings. */

@@ -74,7 +74,7 @@ static void header(FILE *f, const struct pt_bars *b, const char *png)
 		   "set style fill solid 0.85 border -1\n"
 		   "set boxwidth 0.9\n"
 		   "set grid ytics lc rgb '#dddddd'\n"
-		   "set key outside top center horizontal\n"
+		   "set key below horizontal\n"
 		   "set yrange [0:*]\n"
 		   "set offsets 0, 0, graph 0.08, 0\n"
 		   "set linetype 1 lc rgb '#4477aa'\nset linetype 2 lc rgb '#ee6677'\n"

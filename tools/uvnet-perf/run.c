@@ -62,7 +62,7 @@ static void result_init(struct pt_result *r, const struct pt_cfg *c)
 	r->kicks_ps = r->calls_ps = r->notif_ps = NAN;
 	r->lat = (struct pt_latency){ NAN, NAN, NAN, NAN, NAN, NAN };
 	r->rtt_ns = r->limit_frac = NAN;
-	r->offload = c->size > PT_MTU_FRAME ? "jumbo" : "none";
+	r->offload = "none";
 	r->measured_at = "receiver";
 	r->rx_mode_used = c->rx_mode;
 }
@@ -177,7 +177,7 @@ static void progress(struct run *x, const char *phase, double at, struct pt_coun
 		cd = (double)(cpu[0] - cpu_prev[0]) / 1e9 / dt;
 	if (x->drv.pid > 0 && !uvn_proc_cpu_ns(x->drv.pid, &cpu[1]) && cpu_prev[1])
 		cv = (double)(cpu[1] - cpu_prev[1]) / 1e9 / dt;
-	fprintf(stderr, "  [%5.1f s %-6s] %s %s %u B %s->%s: %s", at, phase,
+	fprintf(stderr, "  [%5.1f s%s] %s %s %u B %s->%s: %s", at, phase,
 		pt_test_name(x->c->test), x->c->test == PT_RR ? "" : pt_dir_name(x->c->dir),
 		x->c->size, pt_drv_name(x->c->driver), pt_dev_name(x->c->device),
 		x->c->test == PT_RR ? "" : pt_fmt_rate(rb, sizeof(rb), rate));
@@ -248,7 +248,7 @@ static bool measure(struct run *x)
 {
 	double clock = 0;
 
-	if (x->c->warmup > 0 && !timed(x, "warmup", x->c->warmup, &clock))
+	if (x->c->warmup > 0 && !timed(x, " warm-up", x->c->warmup, &clock))
 		return false;
 	x->t0 = pt_now_ns();
 	cpu_read(x, 0);

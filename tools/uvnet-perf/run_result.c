@@ -47,15 +47,30 @@ static void rates(struct run *x, double *bytes_per_s)
 	r->gbps = *bytes_per_s * 8 / 1e9;
 }
 
+/*
+ * /proc/PID/stat counts in clock ticks (10 ms), sampled a little before or
+ * after our own clock: a busy process can read as 1.01 cores. Each side is
+ * pinned to one CPU (uvnetd --cpu, testpmd --lcores N@C, the worker's
+ * affinity), so anything above 1 is that quantization: report 1. An
+ * external backend is not ours to pin: its value stands as measured.
+ */
+static double fraction(uint64_t from, uint64_t to, double secs, bool pinned)
+{
+	double f = (double)(to - from) / 1e9 / secs;
+
+	return pinned && f > 1 ? 1 : f;
+}
+
 static void cpu(struct run *x, double bytes_per_s)
 {
 	struct pt_result *r = x->r;
 	double secs = (double)(x->t1 - x->t0) / 1e9;
 
 	if (x->cpu_drv_ok)
-		r->cpu_drv = (double)(x->cpu_drv[1] - x->cpu_drv[0]) / 1e9 / secs;
+		r->cpu_drv = fraction(x->cpu_drv[0], x->cpu_drv[1], secs, true);
 	if (x->cpu_dev_ok)
-		r->cpu_dev = (double)(x->cpu_dev[1] - x->cpu_dev[0]) / 1e9 / secs;
+		r->cpu_dev = fraction(x->cpu_dev[0], x->cpu_dev[1], secs,
+				      x->c->device != PT_DEV_EXTERNAL);
 	r->sd_drv = per_kb(r->cpu_drv, bytes_per_s);
 	r->sd_dev = per_kb(r->cpu_dev, bytes_per_s);
 	r->sd = pt_known(r->sd_drv) && pt_known(r->sd_dev) ? r->sd_drv + r->sd_dev : NAN;

@@ -173,10 +173,24 @@ static void cell(char *out, size_t n, const struct pt_result *r, unsigned runs, 
 		snprintf(out, n, "%.3g (%.3g-%.3g)", *med, lo, hi);
 }
 
+/* The "on" runs' median as a fraction of the physical limit (uvnet-perf --suite limits). */
+static const char *limit_cell(const struct pt_result *r, unsigned runs)
+{
+	static char out[16];
+	double v[MAX_RUNS], med, lo, hi;
+
+	for (unsigned i = 0; i < runs; i++)
+		v[i] = r[i].limit_frac;
+	if (!pt_median(v, runs, &med, &lo, &hi))
+		return "-";
+	snprintf(out, sizeof(out), "%.1f%%", med * 100);
+	return out;
+}
+
 static void print_table(const struct pt_opts *o, unsigned runs, struct pt_bars *plot)
 {
-	printf("%-5s %-22s %-22s %5s %-12s %-22s %-22s %7s  %s\n", "seed", "switch", "workload",
-	       "size", "metric", "off: median (min-max)", "on: median (min-max)", "on/off",
+	printf("%-5s %-22s %-22s %5s %-12s %-22s %-22s %7s %6s  %s\n", "seed", "switch", "workload",
+	       "size", "metric", "off: median (min-max)", "on: median (min-max)", "on/off", "limit",
 	       "the seed's figure (its on/off)");
 	for (unsigned e = 0; e < NEXP; e++) {
 		const struct exp *x = &exps[e];
@@ -191,9 +205,9 @@ static void print_table(const struct pt_opts *o, unsigned runs, struct pt_bars *
 				snprintf(ratio, sizeof(ratio), "%.2fx", mon / moff);
 			if (pt_known(x->seed_ratio[m]))
 				snprintf(seedr, sizeof(seedr), " (%.2fx)", x->seed_ratio[m]);
-			printf("%-5s %-22s %-22s %5u %-12s %-22s %-22s %7s  %s%s\n", x->seed, x->name,
+			printf("%-5s %-22s %-22s %5u %-12s %-22s %-22s %7s %6s  %s%s\n", x->seed, x->name,
 			       x->workload, x->size, metric_names[x->metric[m]], off, on, ratio,
-			       x->figure[m], seedr);
+			       m ? "" : limit_cell(res[e][1], runs), x->figure[m], seedr);
 			if (plot && plot->ngroups < PT_BARS_GROUPS) {
 				unsigned g = plot->ngroups++;
 
@@ -213,6 +227,8 @@ static void print_table(const struct pt_opts *o, unsigned runs, struct pt_bars *
 				       exps[e].size, on ? "on" : "off", why);
 		}
 	(void)o;
+	printf("# limit: the \"on\" median as a fraction of one memcpy per frame on one core "
+	       "(stream, pps) or one cross-CPU round trip per transaction (rr)\n");
 }
 
 int pt_suite_seeds(const struct pt_opts *o)

@@ -193,7 +193,7 @@ int pt_suite_limits(const struct pt_opts *o)
 		printf("memcpy on CPU %d, %5.0f B frames, rings of 256: %7.1f Gb/s = %7.2f M frames/s\n",
 		       c->dev_cpu, l.copy_sizes[i], l.copy_gbps[i],
 		       l.copy_gbps[i] * 1e9 / 8 / l.copy_sizes[i] / 1e6);
-	printf("cache-line round trip CPU %d <-> CPU %d: %.0f ns median (%.0f..%.0f over 1000-trip "
+	printf("cache-line round trip CPU %d <-> CPU %d: %.0f ns median (%.0f..%.0f over 200-trip "
 	       "windows), regime %s\n",
 	       c->dev_cpu, c->drv_cpu, l.rtt_ns, l.rtt_min, l.rtt_max, pt_regime(l.rtt_ns));
 	printf("=> rr ceiling: %.2f M transactions/s (one round trip each)\n", 1e3 / l.rtt_ns);

@@ -235,7 +235,7 @@ static const char *offload(const struct wk *w, const struct wk_frames *fa)
 
 	if (c->test == PT_RR || c->pair || c->dir == PT_TX)
 		return wkf_offload(fa);
-	if (c->size <= PT_MTU_FRAME)
+	if (c->size <= PT_PLAIN_MAX)
 		return "none";
 	return f & (1ull << VIRTIO_NET_F_GUEST_TSO4) ? "tso" : "segmented";
 }

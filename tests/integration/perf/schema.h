@@ -75,7 +75,7 @@ static const struct field perf_schema[] = {
 	{ "offload", F_STR, "none|tso|jumbo|segmented", 0 },
 	{ "mrg_buf_len", F_UINT, NULL, 0 },
 	{ "rtt_ns", F_NUM | F_NULL, NULL, 0 },
-	{ "regime", F_STR, "near|far|unknown", 0 },
+	{ "regime", F_STR, "near|far|contended|unknown", 0 },
 	{ "limit_fraction", F_NUM | F_NULL, NULL, 0 },
 	{ "limit_basis", F_STR, NULL, 0 },
 };
