@@ -405,7 +405,7 @@ struct uvn_drv_mem_info {
 	unsigned rx_posted;        /**< buffers in the rx ring now */
 	unsigned tx_pkts_free;     /**< tx pool packets free */
 	unsigned tx_pkts_total;
-	unsigned tx_in_flight;     /**< tx buffers not reclaimed yet */
+	unsigned tx_in_flight;     /**< tx ring descriptors not reclaimed yet */
 	size_t arena_in_use;       /**< arena bytes allocated (whole instance) */
 	size_t arena_size;
 	bool huge;                 /**< the arena is on 2 MB hugepages */
