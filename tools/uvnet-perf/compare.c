@@ -184,6 +184,16 @@ static void print_table(const struct pt_opts *o, const struct pt_cfg *base, unsi
 				printf("# %s %s %u B %s: %s: %s\n", pt_test_name(rows[i].test),
 				       pt_dir_name(rows[i].dir), rows[i].size, pairs[p].name,
 				       res[i][p][0].status == PT_NA ? "n/a" : "error", res[i][p][0].reason);
+	for (unsigned i = 0; i < NROWS; i++)
+		for (unsigned p = 0; wanted(o, i) && p < NPAIRS; p++)
+			if (res[i][p][0].status == PT_OK && strcmp(res[i][p][0].offload, "none"))
+				printf("# %s %s %u B %s: frames travelled as \"%s\"%s\n",
+				       pt_test_name(rows[i].test), pt_dir_name(rows[i].dir), rows[i].size,
+				       pairs[p].name, res[i][p][0].offload,
+				       strcmp(res[i][p][0].offload, "segmented")
+					       ? ""
+					       : " (uvnetd's txonly sends TSO frames above 1514 B and cuts them "
+						 "for a driver without GUEST_TSO4; Gb/s counts bytes)");
 	printf("# pps: 64 B frames prebuilt (uvnet) / testpmd txonly; stream: every frame built; "
 	       "testpmd has one mode for both\n");
 	if (o->plot_dir)

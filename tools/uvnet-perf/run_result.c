@@ -148,7 +148,13 @@ static void latency(struct run *x)
 static void driver_facts(struct run *x)
 {
 	const struct wk_shm *sh = x->drv.shm;
+	const struct pt_cfg *c = x->c;
 
+	/* testpmd's virtio-user does not negotiate GUEST_TSO4 by default:
+	 * uvnetd's txonly segments its TSO frames (above 1514 B) for it. */
+	if (!sh && c->device == PT_DEV_UVNETD && c->test != PT_RR && c->dir == PT_RX &&
+	    c->size > PT_MTU_FRAME)
+		x->r->offload = "segmented";
 	if (!sh)
 		return;
 	static const char *const names[] = { "none", "tso", "jumbo", "segmented" };

@@ -111,10 +111,13 @@ static void sane(const struct js *o)
 static void one(const char *args)
 {
 	char out[8192], cmd[512];
+	int st;
 
 	snprintf(cmd, sizeof(cmd), "%s %s", args, SHORT);
-	assert_int_equal(run(cmd, out, sizeof(out)), 0);
+	st = run(cmd, out, sizeof(out));
+	/* The object first: a failed test says why in its reason. */
 	assert_int_equal(each_object(out, false, sane), 1);
+	assert_int_equal(st, 0);
 }
 
 static void stream_tx(void **s) { (void)s; one("stream -s 64"); }
