@@ -37,10 +37,19 @@ struct uvn_port_ops {
 	const char *kind;
 	/* Frames in from queue @q. @return packets stored in @pkts (caller owns them). */
 	unsigned (*rx)(struct uvn_port *p, unsigned q, struct uvn_pkt **pkts, unsigned n);
-	/* Frames out on queue @q. The packets stay the caller's. @return frames sent. */
-	unsigned (*tx)(struct uvn_port *p, unsigned q, struct uvn_pkt *const *pkts, unsigned n);
+	/* Frames out. @sender is the calling data-path thread's id: the port
+	 * maps it onto one of its queues (locking the queue only when it has
+	 * fewer queues than senders). The packets stay the caller's.
+	 * @return frames sent */
+	unsigned (*tx)(struct uvn_port *p, unsigned sender, struct uvn_pkt *const *pkts, unsigned n);
 	/* Queues ready for traffic right now (0 while a guest is not connected). */
 	unsigned (*nqueues)(struct uvn_port *p);
+	/* Optional, event mode: an fd that is readable when rx queue @q has
+	 * frames (-1: none), and what to do with it before draining the queue. */
+	int (*rx_fd)(struct uvn_port *p, unsigned q);
+	void (*rx_event)(struct uvn_port *p, unsigned q);
+	/* Optional: @n data-path threads will send on this port. */
+	void (*set_senders)(struct uvn_port *p, unsigned n);
 	/* Fill @st with the port's counters. */
 	void (*stats)(struct uvn_port *p, struct uvn_port_stats *st);
 	/* Event mode: re-arm notifications for queue @q; false if frames are
@@ -61,16 +70,17 @@ struct uvn_port {
 	char name[64];
 	uint16_t id;          /* index in the daemon's port table */
 	uint8_t mac[6];       /* our own MAC for frames we generate (txonly) */
-	/* Event mode: the port calls this when queue @q has frames to bring in. */
-	void (*wake)(struct uvn_port *p, unsigned q);
-	void *owner;          /* the daemon's context for wake */
 };
 
-/* What every port of a daemon shares. */
+/*
+ * What every port of a daemon shares. Threads: the control path (sockets,
+ * timers, port state) runs on the loop's thread while every data-path
+ * thread is parked; rx queue q of a port is polled by one data-path thread
+ * at a time; tx is called by several (see tx).
+ */
 struct uvn_port_env {
 	struct uvn_loop *loop;             /* control fds: sockets, timers */
-	struct uvn_pkt_pool *small, *big;  /* packets with data rooms */
-	struct uvn_pkt_pool *ext;          /* descriptors only, for zero-copy */
+	struct uvn_pkt_pool *small, *big;  /* TAP rx packets (one thread polls a TAP) */
 	bool poll_mode;                    /* busy-poll: ask guests not to kick */
 	int zerocopy;                      /* enum uvn_zc_mode */
 	uint32_t zc_min;                   /* auto: frames shorter are copied */

@@ -322,11 +322,19 @@ static void tap_destroy(struct uvn_port *port)
 	free(t);
 }
 
+/* Event mode: the TAP fd is readable when frames wait (level-triggered). */
+static int tap_rx_fd(struct uvn_port *port, unsigned q)
+{
+	(void)q;
+	return ((struct tap_port *)port)->fd;
+}
+
 static const struct uvn_port_ops tap_ops = {
 	.kind = "tap",
 	.rx = tap_rx,
 	.tx = tap_tx,
 	.nqueues = tap_nqueues,
+	.rx_fd = tap_rx_fd,
 	.stats = tap_stats,
 	.arm = tap_arm,
 	.dump_queues = tap_dump_queues,

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A vhost-user port: one guest's virtio-net device. The backend session
- * speaks the protocol and tells us when a virtqueue becomes ready; we run
- * the virtio-net data path (lib/net/device) on it. Port queue q is the
- * guest's queue pair q: rx reads its TX ring (vq 2q+1), tx fills its RX
- * ring (vq 2q). The socket is ours to listen on (server) or to connect to
- * and keep reconnecting (client, for QEMU's server=on).
+ * A vhost-user port, control half: the socket (ours to listen on, or to
+ * connect to and keep reconnecting: client, for QEMU's server=on), the
+ * backend session, and what to do when the backend says a virtqueue became
+ * ready or stopped. Everything here runs on the control thread while the
+ * data-path threads are parked (uvnetd's rule), so it may change what they
+ * use. The data path is vhost_data.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,77 +13,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "net/device/netdev.h"
-#include "port/port.h"
+#include "port/vhost_port.h"
 #include "ring/ring.h"
 #include "util/log.h"
-#include "util/loop.h"
-#include "vhost_user/backend.h"
 
 #define RECONNECT_NS 1000000000ull
-
-struct vq_slot {
-	struct uvn_netdev_q nq;
-	struct uvn_vu_queue *vu;   /* NULL while not ready */
-	struct uvn_handler kick_h;
-	struct vhost_port *port;
-	unsigned qp;               /* queue pair */
-};
-
-struct vhost_port {
-	struct uvn_port base;
-	struct uvn_vhost_port_cfg cfg;
-	char path[108];
-	struct uvn_loop *loop;
-	struct uvn_port_env env;
-	struct uvn_handler listen_h, conn_h, retry_h;
-	struct uvn_vu_backend *be;
-	uint64_t features;
-	unsigned pairs_on;         /* queue pairs the guest uses (MQ) */
-	struct vq_slot rx[UVN_PORT_MAX_QUEUES]; /* guest RX rings */
-	struct vq_slot tx[UVN_PORT_MAX_QUEUES]; /* guest TX rings */
-	struct vq_slot ctrl;
-	struct uvn_port_stats gone;  /* counters of queues that stopped */
-	uint64_t kicks;
-};
-
-/* ------------------------------------------------------------ data path */
-
-static unsigned vhost_rx(struct uvn_port *port, unsigned q, struct uvn_pkt **pkts, unsigned n)
-{
-	struct vhost_port *v = (struct vhost_port *)port;
-	struct vq_slot *s = &v->tx[q];
-	unsigned got;
-
-	if (UVN_UNLIKELY(!s->vu))
-		return 0;
-	got = uvn_netdev_tx(&s->nq, v->env.small, v->env.big, pkts, n);
-	for (unsigned i = 0; i < got; i++) {
-		pkts[i]->port = port->id;
-		pkts[i]->queue = (uint16_t)q;
-	}
-	return got;
-}
-
-static unsigned vhost_tx(struct uvn_port *port, unsigned q, struct uvn_pkt *const *pkts, unsigned n)
-{
-	struct vhost_port *v = (struct vhost_port *)port;
-	struct vq_slot *s = &v->rx[q];
-
-	if (UVN_UNLIKELY(!s->vu)) {
-		v->gone.drops += n;
-		return 0;
-	}
-	return uvn_netdev_rx(&s->nq, pkts, n);
-}
-
-static void vhost_complete(struct uvn_port *port, unsigned q)
-{
-	struct vhost_port *v = (struct vhost_port *)port;
-
-	if (v->tx[q].vu)
-		uvn_netdev_tx_complete(&v->tx[q].nq);
-}
+/* How often started-but-disabled TX rings are emptied. */
+#define DRAIN_NS 100000000ull
+/* Per guest TX queue: packets its frames become. */
+#define Q_SMALL 2048
+#define Q_BIG 64
+#define Q_EXT 1024
+#define SMALL_ROOM 2048
+#define BIG_ROOM (65536 + 64)
 
 void uvn_port_vhost_set_zerocopy(struct uvn_port *port, int mode)
 {
@@ -93,103 +35,7 @@ void uvn_port_vhost_set_zerocopy(struct uvn_port *port, int mode)
 	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++)
 		if (v->tx[i].vu)
 			uvn_netdev_q_set_zerocopy(&v->tx[i].nq, (enum uvn_zc_mode)mode, v->env.zc_min,
-						  v->env.zc_max_held, v->env.ext);
-}
-
-static void dump_slot(struct vhost_port *v, const struct vq_slot *s, const char *dir, FILE *f,
-		      bool json, bool *first)
-{
-	const struct uvn_vq_stats *r = uvn_vq_dev_stats(s->nq.vq);
-
-	if (json) {
-		fprintf(f, "%s{\"port\":\"%s\",\"vq\":%u,\"queue\":%u,\"dir\":\"%s\",\"size\":%u,"
-			"\"broken\":%s,\"zerocopy\":%s,\"ring\":{", *first ? "" : ",", v->base.name,
-			s->vu->idx, s->qp, dir, uvn_vq_dev_num(s->nq.vq),
-			s->nq.broken ? "true" : "false", s->nq.zc ? "true" : "false");
-		uvn_stats_json(f, r, uvn_vq_stats_desc);
-		fputs("},\"dev\":{", f);
-		uvn_stats_json(f, &s->nq.st, uvn_netdev_q_stats_desc);
-		fputs("}}", f);
-	} else {
-		fprintf(f, "%s vq %u (%s %u, size %u%s)%s\n  ring: ", v->base.name, s->vu->idx, dir,
-			s->qp, uvn_vq_dev_num(s->nq.vq), s->nq.zc ? ", zero-copy" : "",
-			s->nq.broken ? " BROKEN" : "");
-		uvn_stats_print(f, r, uvn_vq_stats_desc, 0);
-		fputs("\n  dev:  ", f);
-		uvn_stats_print(f, &s->nq.st, uvn_netdev_q_stats_desc, 0);
-		fputc('\n', f);
-	}
-	*first = false;
-}
-
-static void vhost_dump_queues(struct uvn_port *port, FILE *f, bool json, bool *first)
-{
-	struct vhost_port *v = (struct vhost_port *)port;
-
-	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++) {
-		if (v->rx[i].vu)
-			dump_slot(v, &v->rx[i], "guest_rx", f, json, first);
-		if (v->tx[i].vu)
-			dump_slot(v, &v->tx[i], "guest_tx", f, json, first);
-	}
-	if (v->ctrl.vu)
-		dump_slot(v, &v->ctrl, "ctrl", f, json, first);
-}
-
-static unsigned vhost_nqueues(struct uvn_port *port)
-{
-	struct vhost_port *v = (struct vhost_port *)port;
-	unsigned n = 0;
-
-	while (n < v->pairs_on && v->rx[n].vu && v->tx[n].vu)
-		n++;
-	return n;
-}
-
-static bool vhost_arm(struct uvn_port *port, unsigned q)
-{
-	struct vhost_port *v = (struct vhost_port *)port;
-	struct vq_slot *s = &v->tx[q];
-
-	if (!s->vu || s->nq.broken)
-		return true;
-	return uvn_vq_dev_enable_notify(s->nq.vq);
-}
-
-static void add_q(struct uvn_port_stats *st, const struct vq_slot *s, bool guest_tx)
-{
-	const struct uvn_netdev_q_stats *q = &s->nq.st;
-	const struct uvn_vq_stats *r = s->nq.vq ? uvn_vq_dev_stats(s->nq.vq) : NULL;
-
-	if (guest_tx) {
-		st->rx_packets += q->packets;
-		st->rx_bytes += q->bytes;
-	} else {
-		st->tx_packets += q->packets;
-		st->tx_bytes += q->bytes;
-	}
-	st->drops += q->drop_nobuf + q->drop_toobig + q->drop_nopkt + q->drop_offload;
-	st->errors += q->err_short + q->err_hdr + q->err_toolong + q->err_format + q->err_ring +
-		      q->ctrl_err;
-	st->calls += q->notify;
-	if (r)
-		st->calls_suppressed += r->notify_suppressed;
-}
-
-static void vhost_stats(struct uvn_port *port, struct uvn_port_stats *st)
-{
-	struct vhost_port *v = (struct vhost_port *)port;
-
-	*st = v->gone;
-	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++) {
-		if (v->rx[i].vu)
-			add_q(st, &v->rx[i], false);
-		if (v->tx[i].vu)
-			add_q(st, &v->tx[i], true);
-	}
-	if (v->ctrl.vu)
-		add_q(st, &v->ctrl, true);
-	st->kicks += v->kicks;
+						  v->env.zc_max_held, v->tx[i].ext);
 }
 
 /* ------------------------------------------------------- backend events */
@@ -221,7 +67,8 @@ static int set_pairs(void *ctx, unsigned pairs)
 	return 0;
 }
 
-static void on_kick(struct uvn_handler *h, uint32_t events)
+/* The control queue is control: answered here, on the control thread. */
+static void on_ctrl_kick(struct uvn_handler *h, uint32_t events)
 {
 	struct vq_slot *s = h->ctx;
 	struct vhost_port *v = s->port;
@@ -229,17 +76,12 @@ static void on_kick(struct uvn_handler *h, uint32_t events)
 
 	(void)events;
 	if (read(h->fd, &n, sizeof(n)) == sizeof(n))
-		v->kicks += n;
+		atomic_fetch_add_explicit(&v->kicks, n, memory_order_relaxed);
 	if (!s->vu)
 		return;
-	if (s == &v->ctrl) {
+	do
 		uvn_netdev_ctrl(&s->nq, set_pairs, v);
-		uvn_vq_dev_enable_notify(s->nq.vq);
-		return;
-	}
-	uvn_vq_dev_disable_notify(s->nq.vq);
-	if (v->base.wake)
-		v->base.wake(&v->base, s->qp);
+	while (!uvn_vq_dev_enable_notify(s->nq.vq));
 }
 
 static struct vq_slot *slot_of(struct vhost_port *v, unsigned idx)
@@ -263,10 +105,32 @@ static void queue_stop(struct vhost_port *v, struct vq_slot *s, bool guest_tx)
 		uvn_loop_del(v->loop, &s->kick_h);
 		s->kick_h.fd = -1;
 	}
-	add_q(&v->gone, s, guest_tx);
+	uvn_vhost_add_q(&v->gone, s, guest_tx);
 	memset(&s->nq.st, 0, sizeof(s->nq.st));
 	s->vu = NULL;
 	s->nq.vq = NULL;
+}
+
+static int make_pools(struct vq_slot *s)
+{
+	struct uvn_pkt_pool_cfg small = { .count = Q_SMALL, .buf_size = SMALL_ROOM, .name = "small" };
+	struct uvn_pkt_pool_cfg big = { .count = Q_BIG, .buf_size = BIG_ROOM, .name = "big" };
+	struct uvn_pkt_pool_cfg ext = { .count = Q_EXT, .name = "zerocopy" };
+
+	if (s->small)
+		return 0;
+	if (uvn_pkt_pool_create(&small, &s->small) || uvn_pkt_pool_create(&big, &s->big) ||
+	    uvn_pkt_pool_create(&ext, &s->ext))
+		return -ENOMEM;
+	return 0;
+}
+
+static void free_pools(struct vq_slot *s)
+{
+	uvn_pkt_pool_destroy(s->small);
+	uvn_pkt_pool_destroy(s->big);
+	uvn_pkt_pool_destroy(s->ext);
+	s->small = s->big = s->ext = NULL;
 }
 
 static void queue_start(struct vhost_port *v, struct vq_slot *s, struct uvn_vu_queue *q,
@@ -279,30 +143,34 @@ static void queue_start(struct vhost_port *v, struct vq_slot *s, struct uvn_vu_q
 	s->nq.log_write = log_write;
 	s->nq.log_used = log_used;
 	s->nq.log_ctx = s;
-	if (guest_tx && s != &v->ctrl &&
-	    uvn_netdev_q_set_zerocopy(&s->nq, (enum uvn_zc_mode)v->env.zerocopy, v->env.zc_min,
-				      v->env.zc_max_held, v->env.ext))
-		UVN_WARN("%s: no memory for zero-copy on queue %u: copying", v->base.name, q->idx);
-	if (!guest_tx) {
-		/* We never wait for rx buffers: frames without room are dropped. */
-		uvn_vq_dev_disable_notify(q->vq);
-		return;
-	}
-	if (v->env.poll_mode && s != &v->ctrl) {
-		uvn_vq_dev_disable_notify(q->vq);
-		return;
-	}
-	if (q->kick_fd >= 0) {
-		s->kick_h = (struct uvn_handler){ .fd = q->kick_fd, .fn = on_kick, .ctx = s };
-		if (uvn_loop_add(v->loop, &s->kick_h, EPOLLIN))
-			s->kick_h.fd = -1;
-	}
-	/* A restarted backend may have missed kicks for buffers already
-	 * posted: look at the ring once now instead of waiting for one. */
-	if (s == &v->ctrl)
+	if (s == &v->ctrl) {
+		if (q->kick_fd >= 0) {
+			s->kick_h = (struct uvn_handler){ .fd = q->kick_fd, .fn = on_ctrl_kick, .ctx = s };
+			if (uvn_loop_add(v->loop, &s->kick_h, EPOLLIN))
+				s->kick_h.fd = -1;
+		}
+		/* Commands may be waiting from before a reconnect. */
 		uvn_netdev_ctrl(&s->nq, set_pairs, v);
-	else if (v->base.wake)
-		v->base.wake(&v->base, s->qp);
+		uvn_vq_dev_enable_notify(q->vq);
+		return;
+	}
+	if (!guest_tx || v->env.poll_mode) {
+		/* Rx buffers: frames without room are dropped, never waited
+		 * for. Polled TX rings: kicks would only cost the guest. */
+		uvn_vq_dev_disable_notify(q->vq);
+	}
+	if (!guest_tx)
+		return;
+	if (make_pools(s)) {
+		UVN_ERR("%s: no memory for queue %u's packets: queue not served", v->base.name, q->idx);
+		s->nq.broken = true;
+		return;
+	}
+	if (uvn_netdev_q_set_zerocopy(&s->nq, (enum uvn_zc_mode)v->env.zerocopy, v->env.zc_min,
+				      v->env.zc_max_held, s->ext))
+		UVN_WARN("%s: no memory for zero-copy on queue %u: copying", v->base.name, q->idx);
+	/* The data-path thread that gets the queue looks at it once before
+	 * sleeping: buffers may have been posted while nobody listened. */
 }
 
 static void queue_ready(void *ctx, struct uvn_vu_queue *q, bool ready)
@@ -355,6 +223,41 @@ static uint64_t offered_features(const struct uvn_vhost_port_cfg *cfg)
 	if (cfg->queues > 1)
 		f |= 1ull << VIRTIO_NET_F_MQ | 1ull << VIRTIO_NET_F_CTRL_VQ;
 	return f;
+}
+
+/*
+ * vhost-user: a started but disabled TX ring is still processed, its frames
+ * dropped (a guest turning queue pairs off may leave frames there and would
+ * time out waiting for them). Such rings are not handed to the data path;
+ * the control thread empties them every DRAIN_NS.
+ */
+static void discard(struct vhost_port *v, struct uvn_vu_queue *q)
+{
+	static struct iovec iov[UVN_NETDEV_MAX_IOV];
+	struct uvn_vq_chain ch;
+	unsigned n = 0;
+
+	while (uvn_vq_dev_pop(q->dev, &ch, iov, UVN_NETDEV_MAX_IOV) > 0) {
+		uvn_vq_dev_push(q->dev, &ch, 0);
+		n++;
+	}
+	if (n && uvn_vq_dev_flush(q->dev))
+		uvn_vu_queue_notify(q);
+	v->discarded += n;
+}
+
+static void on_drain(struct uvn_handler *h, uint32_t events)
+{
+	struct vhost_port *v = h->ctx;
+
+	(void)events;
+	uvn_timer_ack(h);
+	for (unsigned i = 0; v->be && i < v->cfg.queues; i++) {
+		struct uvn_vu_queue *q = uvn_vu_backend_queue(v->be, 2 * i + 1);
+
+		if (q && !q->vq && q->dev && q->started && !q->enabled && !q->broken)
+			discard(v, q);
+	}
 }
 
 static void start_reconnect(struct vhost_port *v);
@@ -444,7 +347,7 @@ static void start_reconnect(struct vhost_port *v)
 		UVN_ERR("%s: cannot start the reconnect timer", v->base.name);
 }
 
-static void vhost_destroy(struct uvn_port *port)
+void uvn_vhost_destroy(struct uvn_port *port)
 {
 	struct vhost_port *v = (struct vhost_port *)port;
 
@@ -453,6 +356,9 @@ static void vhost_destroy(struct uvn_port *port)
 		uvn_vu_backend_destroy(v->be);
 	}
 	uvn_timer_stop(v->loop, &v->retry_h);
+	uvn_timer_stop(v->loop, &v->drain_h);
+	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++)
+		free_pools(&v->tx[i]);
 	if (v->listen_h.fd >= 0) {
 		uvn_loop_del(v->loop, &v->listen_h);
 		close(v->listen_h.fd);
@@ -460,18 +366,6 @@ static void vhost_destroy(struct uvn_port *port)
 	}
 	free(v);
 }
-
-static const struct uvn_port_ops vhost_ops = {
-	.kind = "vhost-user",
-	.rx = vhost_rx,
-	.tx = vhost_tx,
-	.nqueues = vhost_nqueues,
-	.stats = vhost_stats,
-	.arm = vhost_arm,
-	.complete = vhost_complete,
-	.dump_queues = vhost_dump_queues,
-	.destroy = vhost_destroy,
-};
 
 int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, const struct uvn_port_env *env,
 			  struct uvn_port **out)
@@ -485,7 +379,7 @@ int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, const struct uvn
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	v->base.ops = &vhost_ops;
+	v->base.ops = &uvn_vhost_ops;
 	snprintf(v->base.name, sizeof(v->base.name), "vhost:%s", cfg->path);
 	v->cfg = *cfg;
 	snprintf(v->path, sizeof(v->path), "%s", cfg->path);
@@ -493,26 +387,32 @@ int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, const struct uvn
 	v->env = *env;
 	v->loop = env->loop;
 	v->pairs_on = 1;
-	v->listen_h.fd = v->conn_h.fd = v->retry_h.fd = -1;
+	v->senders = 1;
+	v->listen_h.fd = v->conn_h.fd = v->retry_h.fd = v->drain_h.fd = -1;
 	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++) {
 		v->rx[i] = (struct vq_slot){ .kick_h.fd = -1, .port = v, .qp = i };
 		v->tx[i] = (struct vq_slot){ .kick_h.fd = -1, .port = v, .qp = i };
+		atomic_flag_clear(&v->rx[i].lock);
 	}
 	v->ctrl = (struct vq_slot){ .kick_h.fd = -1, .port = v };
+	v->drain_h = (struct uvn_handler){ .fd = -1, .fn = on_drain, .ctx = v };
+	if (uvn_timer_start(v->loop, &v->drain_h, DRAIN_NS, DRAIN_NS)) {
+		free(v);
+		return -ENOMEM;
+	}
 	if (cfg->client) {
 		start_reconnect(v);
 	} else {
 		r = uvn_vu_listen(v->path);
 		if (r < 0) {
 			UVN_ERR("%s: listen: %s", v->base.name, strerror(-r));
-			free(v);
+			uvn_vhost_destroy(&v->base);
 			return r;
 		}
 		v->listen_h = (struct uvn_handler){ .fd = r, .fn = on_accept, .ctx = v };
 		r = uvn_loop_add(v->loop, &v->listen_h, EPOLLIN);
 		if (r) {
-			close(v->listen_h.fd);
-			free(v);
+			uvn_vhost_destroy(&v->base);
 			return r;
 		}
 	}

@@ -12,13 +12,12 @@
 #define FDB_SIZE 4096
 #define FDB_AGE_NS (300ull * 1000000000ull)
 
-int uvn_fwd_init(struct uvn_fwd *f, enum uvn_fwd_mode mode, struct uvn_pkt_pool *pool,
-		 uint32_t txonly_size)
+int uvn_fwd_init(struct uvn_fwd *f, enum uvn_fwd_mode mode, uint32_t txonly_size)
 {
 	memset(f, 0, sizeof(*f));
 	f->mode = mode;
-	f->pool = pool;
 	f->txonly_size = txonly_size;
+	atomic_init(&f->gen_left, 0);
 	return uvn_fdb_init(&f->fdb, FDB_SIZE, FDB_AGE_NS);
 }
 
@@ -41,19 +40,12 @@ void uvn_fwd_port_down(struct uvn_fwd *f, struct uvn_port *p)
 	uvn_fdb_flush_port(&f->fdb, p->id);
 }
 
-/* Frames for one output port, collected over a burst. */
-struct out_list {
-	struct uvn_pkt *pkts[BURST];
-	unsigned n;
-};
-
-static void send_list(struct uvn_port *p, unsigned q, struct out_list *o)
+/* Frames for one output port, collected over a burst, sent on the
+ * worker's queue of that port. */
+static void send_list(struct uvn_port *p, unsigned hint, struct uvn_fwd_out *o)
 {
-	unsigned nq = p->ops->nqueues(p);
-
-	if (nq)
-		p->ops->tx(p, q % nq, o->pkts, o->n);
-	/* tx copies or queues what it sends: our references go either way. */
+	p->ops->tx(p, hint, o->pkts, o->n);
+	/* tx copies what it sends: our references go either way. */
 	uvn_pkt_free_bulk(o->pkts, o->n);
 	o->n = 0;
 }
@@ -65,10 +57,10 @@ static const uint8_t *frame_macs(const struct uvn_pkt *p)
 	return p->seg[0].iov_len >= UVN_ETH_HLEN ? p->seg[0].iov_base : NULL;
 }
 
-static void do_switch(struct uvn_fwd *f, struct uvn_port *in, unsigned q, struct uvn_pkt **pkts,
-		      unsigned n)
+static void do_switch(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_port *in,
+		      struct uvn_pkt **pkts, unsigned n)
 {
-	static struct out_list out[UVN_FWD_MAX_PORTS];
+	struct uvn_fwd_out *out = w->out;
 	uint64_t now = uvn_now_ns();
 
 	for (unsigned i = 0; i < n; i++) {
@@ -84,11 +76,11 @@ static void do_switch(struct uvn_fwd *f, struct uvn_port *in, unsigned q, struct
 		if (!uvn_mac_is_multicast(mac))
 			dst = uvn_fdb_lookup(&f->fdb, uvn_mac_key(mac), now);
 		if (dst == in->id) {
-			f->st.filtered++;
+			w->st.filtered++;
 			uvn_pkt_free(pkts[i]);
 		} else if (dst != UVN_FDB_NO_PORT && dst < f->nports) {
 			out[dst].pkts[out[dst].n++] = pkts[i];
-			f->st.forwarded++;
+			w->st.forwarded++;
 		} else {
 			/* Flood: one reference per other port; ours goes to the last. */
 			unsigned targets = 0;
@@ -102,15 +94,15 @@ static void do_switch(struct uvn_fwd *f, struct uvn_port *in, unsigned q, struct
 			}
 			if (!targets)
 				uvn_pkt_free(pkts[i]);
-			f->st.flooded++;
+			w->st.flooded++;
 		}
 	}
 	for (unsigned o = 0; o < f->nports; o++)
 		if (out[o].n)
-			send_list(f->ports[o], q, &out[o]);
+			send_list(f->ports[o], w->id, &out[o]);
 }
 
-static void do_loopback(struct uvn_fwd *f, struct uvn_port *in, unsigned q, struct uvn_pkt **pkts,
+static void do_loopback(struct uvn_fwd_worker *w, struct uvn_port *in, struct uvn_pkt **pkts,
 			unsigned n)
 {
 	unsigned out = 0;
@@ -121,7 +113,7 @@ static void do_loopback(struct uvn_fwd *f, struct uvn_port *in, unsigned q, stru
 
 		/* The swap writes the frame: never into a guest's TX buffer. */
 		if (p->ubuf || p->seg[0].iov_len < 12) {
-			struct uvn_pkt *c = f->copy_pool ? uvn_pkt_copy(p, f->copy_pool) : NULL;
+			struct uvn_pkt *c = w->copy ? uvn_pkt_copy(p, w->copy) : NULL;
 
 			uvn_pkt_free(p);
 			if (!c || c->len < 12) {
@@ -137,22 +129,25 @@ static void do_loopback(struct uvn_fwd *f, struct uvn_port *in, unsigned q, stru
 		memcpy(m + 6, t, 6);
 		pkts[out++] = p;
 	}
-	in->ops->tx(in, q, pkts, out);
+	/* Back on the queue they came from, like testpmd's macswap: one
+	 * worker serves that rx queue, so it is the only sender there. */
+	if (out)
+		in->ops->tx(in, pkts[0]->queue, pkts, out);
 	uvn_pkt_free_bulk(pkts, out);
 }
 
-void uvn_fwd_burst(struct uvn_fwd *f, struct uvn_port *in, unsigned q, struct uvn_pkt **pkts,
-		   unsigned n)
+void uvn_fwd_burst(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_port *in,
+		   struct uvn_pkt **pkts, unsigned n)
 {
 	switch (f->mode) {
 	case UVN_FWD_SWITCH:
-		do_switch(f, in, q, pkts, n);
+		do_switch(f, w, in, pkts, n);
 		break;
 	case UVN_FWD_LOOPBACK:
-		do_loopback(f, in, q, pkts, n);
+		do_loopback(w, in, pkts, n);
 		break;
 	default:
-		f->st.sunk += n;
+		w->st.sunk += n;
 		uvn_pkt_free_bulk(pkts, n);
 		break;
 	}
@@ -232,14 +227,33 @@ static void write_gso(struct uvn_pkt *p, const uint8_t *src_mac, uint32_t size)
 	p->len = size;
 }
 
-unsigned uvn_fwd_generate(struct uvn_fwd *f, struct uvn_port *p, unsigned q)
+/* Take up to @want frames from the txonly budget. */
+static unsigned budget(struct uvn_fwd *f, unsigned want)
+{
+	uint64_t left = atomic_load_explicit(&f->gen_left, memory_order_relaxed);
+
+	do {
+		if (left < want)
+			want = (unsigned)left;
+	} while (want && !atomic_compare_exchange_weak_explicit(&f->gen_left, &left, left - want,
+								memory_order_relaxed,
+								memory_order_relaxed));
+	return want;
+}
+
+unsigned uvn_fwd_generate(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_port *p)
 {
 	struct uvn_pkt *pkts[BURST];
-	unsigned sent;
+	unsigned sent, n = BURST;
 
-	if (!uvn_pkt_alloc_bulk(f->pool, pkts, BURST))
+	if (f->txonly_count && !(n = budget(f, BURST)))
 		return 0;
-	for (unsigned i = 0; i < BURST; i++) {
+	if (!uvn_pkt_alloc_bulk(w->gen, pkts, n)) {
+		if (f->txonly_count)
+			atomic_fetch_add_explicit(&f->gen_left, n, memory_order_relaxed);
+		return 0;
+	}
+	for (unsigned i = 0; i < n; i++) {
 		if (f->txonly_size > GEN_MTU_FRAME) {
 			write_gso(pkts[i], p->mac, f->txonly_size);
 			continue;
@@ -247,8 +261,11 @@ unsigned uvn_fwd_generate(struct uvn_fwd *f, struct uvn_port *p, unsigned q)
 		write_template(pkts[i]->buf, p->mac, f->txonly_size);
 		uvn_pkt_set_buf(pkts[i], f->txonly_size);
 	}
-	sent = p->ops->tx(p, q, pkts, BURST);
-	uvn_pkt_free_bulk(pkts, BURST);
-	f->st.generated += sent;
+	sent = p->ops->tx(p, w->id, pkts, n);
+	uvn_pkt_free_bulk(pkts, n);
+	/* The budget counts frames delivered: what a full ring refused goes back. */
+	if (f->txonly_count && sent < n)
+		atomic_fetch_add_explicit(&f->gen_left, n - sent, memory_order_relaxed);
+	w->st.generated += sent;
 	return sent;
 }

@@ -14,6 +14,8 @@
 #include "port/port.h"
 #include "switch/fdb.h"
 
+#include <stdatomic.h>
+
 #define UVN_FWD_MAX_PORTS 64
 
 enum uvn_fwd_mode { UVN_FWD_SWITCH, UVN_FWD_LOOPBACK, UVN_FWD_SINK, UVN_FWD_TXONLY };
@@ -23,31 +25,48 @@ struct uvn_fwd_stats {
 	uint64_t flooded;    /* frames sent to every other port */
 	uint64_t filtered;   /* destination behind the input port */
 	uint64_t sunk;       /* sink mode drops */
-	uint64_t generated;  /* txonly frames sent */
+	uint64_t generated;  /* txonly frames delivered to a port */
 };
 
+#define UVN_FWD_BURST 32
+
+/* Shared by every data-path thread; the FDB is lock-free. */
 struct uvn_fwd {
 	enum uvn_fwd_mode mode;
 	struct uvn_port *ports[UVN_FWD_MAX_PORTS];
 	unsigned nports;
 	struct uvn_fdb fdb;
-	struct uvn_pkt_pool *pool;   /* txonly frames */
-	struct uvn_pkt_pool *copy_pool; /* loopback: copies of borrowed frames */
 	uint32_t txonly_size;
+	uint64_t txonly_count;       /* frames to deliver in all, 0: no end */
+	_Atomic uint64_t gen_left;   /* of txonly_count, not delivered yet */
+};
+
+/*
+ * One data-path thread's part: its id is the tx queue hint it uses on every
+ * port (ports map it onto their queues), its pools and scratch lists are
+ * its own, its counters are summed for display.
+ */
+struct uvn_fwd_worker {
+	unsigned id;
+	struct uvn_pkt_pool *gen;   /* txonly frames */
+	struct uvn_pkt_pool *copy;  /* loopback: copies of borrowed frames */
+	struct uvn_fwd_out {
+		struct uvn_pkt *pkts[UVN_FWD_BURST];
+		unsigned n;
+	} out[UVN_FWD_MAX_PORTS];
 	struct uvn_fwd_stats st;
 };
 
-int uvn_fwd_init(struct uvn_fwd *f, enum uvn_fwd_mode mode, struct uvn_pkt_pool *pool,
-		 uint32_t txonly_size);
+int uvn_fwd_init(struct uvn_fwd *f, enum uvn_fwd_mode mode, uint32_t txonly_size);
 void uvn_fwd_fini(struct uvn_fwd *f);
 int uvn_fwd_add_port(struct uvn_fwd *f, struct uvn_port *p);
 
-/* Forward @n frames that came in on @in queue @q; frees them all. */
-void uvn_fwd_burst(struct uvn_fwd *f, struct uvn_port *in, unsigned q, struct uvn_pkt **pkts,
-		   unsigned n);
+/* Forward @n frames that came in on port @in; frees them all. */
+void uvn_fwd_burst(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_port *in,
+		   struct uvn_pkt **pkts, unsigned n);
 
-/* txonly: send one burst of generated frames to @p queue @q. @return frames sent. */
-unsigned uvn_fwd_generate(struct uvn_fwd *f, struct uvn_port *p, unsigned q);
+/* txonly: send one burst of generated frames to @p. @return frames sent. */
+unsigned uvn_fwd_generate(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_port *p);
 
 /* A port went away: forget what was learned on it. */
 void uvn_fwd_port_down(struct uvn_fwd *f, struct uvn_port *p);

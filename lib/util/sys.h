@@ -7,6 +7,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* In a spin loop: let the sibling hyperthread (or the host) run. */
+static inline void uvn_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield" ::: "memory");
+#endif
+}
+
 /* Monotonic time in nanoseconds. */
 uint64_t uvn_now_ns(void);
 

@@ -5,8 +5,8 @@
 #   sink:     testpmd sends exactly 4 bursts of 32 frames (start tx_first 4)
 #             -> uvnetd receives exactly 128, no drops, no errors
 #   loopback: the same 128 frames come back (MACs swapped): testpmd rx 128
-#   txonly:   uvnetd generates frames for N s; after uvnetd stops, testpmd
-#             (rxonly, still polling) has received exactly what uvnetd sent
+#   txonly:   uvnetd delivers exactly N frames (--txonly-count) to a
+#             polling testpmd (rxonly), which receives exactly N
 #
 # Usage: uvnetd_testpmd.sh --uvnetd PATH [--test-name NAME] [--vu-args DEVARGS]
 #        [--poll] [--uvnetd-opt OPT]... [--seconds N]
@@ -34,9 +34,9 @@ testpmd_prepare
 SOCK=$UVN_RUN/vhost.sock
 burst=32 bursts=4 total=128
 
-# phase SWITCH_MODE TESTPMD_FWD: a fresh uvnetd and testpmd, tx_first bursts
+# phase SWITCH_MODE TESTPMD_FWD [UVNETD_ARGS]: a fresh uvnetd and testpmd
 start_pair() {
-	uvnetd_start sw -- --port "vhost-user:$SOCK" --forward "$1" --cpu 0 "${uopts[@]}"
+	uvnetd_start sw -- --port "vhost-user:$SOCK" --forward "$1" --cpu 0 "${uopts[@]}" "${@:3}"
 	testpmd_start vu --virtio-user "$SOCK${vuargs:+,$vuargs}" --fwd "$2" --cpu 1
 }
 vu() { testpmd_stat vu 0 "$1"; }
@@ -67,16 +67,21 @@ uvn_assert_eq "loopback: uvnetd rx" "$(uvnetd_stat sw 0 rx_packets)" $total
 uvn_assert_eq "loopback: uvnetd tx" "$(uvnetd_stat sw 0 tx_packets)" $total
 uvn_assert_eq "loopback: uvnetd errors" "$(uvnetd_stat sw 0 errors)" 0
 
-# -- txonly: uvnetd generates; testpmd receives until after uvnetd stopped
-start_pair txonly rxonly
+# -- txonly: exactly $gen frames generated; testpmd polls all the time
+gen=200000 CTL=$UVN_RUN/ctl.sock
+uctl() { "$UVNETD" ctl "$CTL" "$@"; }
+generated() { uctl show stats --json | grep -o '"generated":[0-9]*' | cut -d: -f2; }
+all_generated() { [[ "$(generated)" == "$gen" ]]; }
+start_pair txonly rxonly --txonly-count "$gen" --ctl "$CTL"
 testpmd_cmd vu start >/dev/null
-uvn_sleep "$secs"
-uvnetd_stop sw
-uvn_sleep 0.5
+uvn_wait_for 60 "uvnetd to deliver $gen frames" all_generated
+uvn_sleep 0.5 # testpmd takes the last ones from its ring
+sent=$(uctl show ports --json | grep -o '"tx_packets":[0-9]*' | cut -d: -f2)
+dropped=$(uctl show ports --json | grep -o '"drops":[0-9]*' | cut -d: -f2)
 testpmd_cmd vu stop >/dev/null
-sent=$(uvnetd_stat sw 0 tx_packets)
-uvn_assert_ge "txonly: uvnetd tx" "$sent" 1
-uvn_assert_eq "txonly: testpmd rx == uvnetd tx" "$(vu rx_packets)" "$sent"
-uvn_assert_eq "txonly: uvnetd errors" "$(uvnetd_stat sw 0 errors)" 0
-uvn_log "txonly: $sent frames in ${secs}s (informational; uvnetd drops when the ring is full: $(uvnetd_stat sw 0 drops))"
+uvn_assert_eq "txonly: uvnetd tx" "$sent" "$gen"
+uvn_assert_eq "txonly: testpmd rx == uvnetd tx" "$(vu rx_packets)" "$gen"
 testpmd_stop vu
+uvnetd_stop sw
+uvn_assert_eq "txonly: uvnetd errors" "$(uvnetd_stat sw 0 errors)" 0
+uvn_log "txonly: $gen frames delivered, $dropped offered to a full ring and dropped (informational)"

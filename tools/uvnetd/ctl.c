@@ -98,20 +98,21 @@ static void show_fdb(struct uvnetd *d, FILE *f, bool json)
 
 static void show_stats(struct uvnetd *d, FILE *f, bool json)
 {
-	const struct uvn_fwd_stats *s = &d->fwd.st;
 	const struct uvn_fdb *fdb = &d->fwd.fdb;
+	struct uvn_fwd_stats st, *s = &st;
 
+	uvnetd_fwd_stats(d, &st);
 	fprintf(f,
 		json ? "{\"forwarded\":%" PRIu64 ",\"flooded\":%" PRIu64 ",\"filtered\":%" PRIu64
 		       ",\"sunk\":%" PRIu64 ",\"generated\":%" PRIu64 ",\"fdb_learned\":%" PRIu64
 		       ",\"fdb_moved\":%" PRIu64 ",\"fdb_full\":%" PRIu64 ",\"zerocopy\":\"%s\","
-		       "\"pool_small_free\":%u,\"pool_big_free\":%u,\"pool_zc_free\":%u}\n"
+		       "\"workers\":%u}\n"
 		     : "forwarded %" PRIu64 " flooded %" PRIu64 " filtered %" PRIu64 " sunk %" PRIu64
 		       " generated %" PRIu64 "\nfdb learned %" PRIu64 " moved %" PRIu64
-		       " full %" PRIu64 "\nzerocopy %s\npools free: small %u big %u zerocopy %u\n",
-		s->forwarded, s->flooded, s->filtered, s->sunk, s->generated, fdb->learned,
-		fdb->moved, fdb->full, zc_names[d->o.zerocopy], uvn_pkt_pool_avail(d->small),
-		uvn_pkt_pool_avail(d->big), uvn_pkt_pool_avail(d->ext));
+		       " full %" PRIu64 "\nzerocopy %s\nworkers %u\n",
+		s->forwarded, s->flooded, s->filtered, s->sunk, s->generated,
+		(uint64_t)fdb->learned, (uint64_t)fdb->moved, (uint64_t)fdb->full,
+		zc_names[d->o.zerocopy], d->nworkers);
 }
 
 static void set_zerocopy(struct uvnetd *d, const char *mode, FILE *f)

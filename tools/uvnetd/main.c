@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * uvnetd: set up pools, ports and the forwarding mode, then run the data
- * path (busy-polling, or sleeping on kicks) until SIGINT/SIGTERM.
+ * uvnetd: set up ports and the forwarding mode, start the data-path
+ * workers, and run the control path (vhost-user sockets, timers, signals,
+ * the control socket) on this thread until SIGINT/SIGTERM. Control work
+ * runs with the workers parked, so it may change anything they use.
  */
 #include <errno.h>
 #include <signal.h>
@@ -15,40 +17,8 @@
 #include "util/sys.h"
 #include "uvnetd.h"
 
-#define BURST 32
 #define SMALL_BUF 2048
 #define BIG_BUF (65536 + 64) /* a 64 KB GSO frame and its Ethernet header */
-/* How many poll rounds between looks at the control path. */
-#define CONTROL_EVERY 256
-
-/* Bring in everything queue @q of @p has, forwarding it. */
-static void drain(struct uvnetd *d, struct uvn_port *p, unsigned q)
-{
-	struct uvn_pkt *pkts[BURST];
-	unsigned n;
-
-	while ((n = p->ops->rx(p, q, pkts, BURST))) {
-		uvn_fwd_burst(&d->fwd, p, q, pkts, n);
-		if (p->ops->complete)
-			p->ops->complete(p, q);
-	}
-}
-
-/* Event mode: a port said queue @q has frames. */
-static void on_wake(struct uvn_port *p, unsigned q)
-{
-	struct uvnetd *d = p->owner;
-
-	do
-		drain(d, p, q);
-	while (!p->ops->arm(p, q));
-}
-
-static void on_tap(struct uvn_handler *h, uint32_t events)
-{
-	(void)events;
-	on_wake(h->ctx, 0);
-}
 
 static void on_signal(struct uvn_handler *h, uint32_t events)
 {
@@ -57,7 +27,7 @@ static void on_signal(struct uvn_handler *h, uint32_t events)
 
 	(void)events;
 	if (read(h->fd, &si, sizeof(si)) == sizeof(si))
-		d->stop = true;
+		atomic_store(&d->stop, true);
 }
 
 static void on_stats(struct uvn_handler *h, uint32_t events)
@@ -67,48 +37,18 @@ static void on_stats(struct uvn_handler *h, uint32_t events)
 	uvnetd_stats_interval(h->ctx);
 }
 
-static int poll_round(struct uvnetd *d)
+/* Control events wait here while the workers run; they are handled with
+ * the workers parked, and queues are given out again afterwards. */
+static void control_loop(struct uvnetd *d)
 {
-	int moved = 0;
-
-	for (unsigned i = 0; i < d->nports; i++) {
-		struct uvn_port *p = d->ports[i];
-		unsigned nq = p->ops->nqueues(p);
-
-		for (unsigned q = 0; q < nq; q++) {
-			struct uvn_pkt *pkts[BURST];
-			unsigned n = p->ops->rx(p, q, pkts, BURST);
-
-			if (n) {
-				uvn_fwd_burst(&d->fwd, p, q, pkts, n);
-				if (p->ops->complete)
-					p->ops->complete(p, q);
-				moved += (int)n;
-			}
-			if (d->o.mode == UVN_FWD_TXONLY)
-				moved += (int)uvn_fwd_generate(&d->fwd, p, q);
-		}
-	}
-	return moved;
-}
-
-int uvnetd_run(struct uvnetd *d)
-{
-	bool busy = d->o.poll || d->o.mode == UVN_FWD_TXONLY;
-	unsigned round = 0;
-
-	if (d->o.cpu >= 0 && uvn_pin_thread(d->o.cpu))
-		UVN_WARN("cannot pin to CPU %d", d->o.cpu);
-	while (!d->stop) {
-		if (!busy) {
-			uvn_loop_run_once(d->loop, -1);
+	while (!atomic_load(&d->stop)) {
+		if (uvn_loop_wait(d->loop, -1) <= 0)
 			continue;
-		}
-		poll_round(d);
-		if (++round % CONTROL_EVERY == 0)
-			uvn_loop_run_once(d->loop, 0);
+		uvnetd_quiesce(d);
+		uvn_loop_dispatch(d->loop);
+		uvnetd_assign(d);
+		uvnetd_resume(d);
 	}
-	return 0;
 }
 
 static int setup_signals(struct uvnetd *d)
@@ -118,6 +58,7 @@ static int setup_signals(struct uvnetd *d)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	/* Blocked before any thread starts, so only the signalfd sees them. */
 	if (sigprocmask(SIG_BLOCK, &set, NULL))
 		return -errno;
 	d->sig_h = (struct uvn_handler){ .fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK),
@@ -128,68 +69,48 @@ static int setup_signals(struct uvnetd *d)
 	return uvn_loop_add(d->loop, &d->sig_h, EPOLLIN);
 }
 
-static int setup_pools(struct uvnetd *d)
+static int setup_ports(struct uvnetd *d)
 {
-	struct uvn_pkt_pool_cfg small = { .count = 16384, .buf_size = SMALL_BUF, .name = "small" };
-	struct uvn_pkt_pool_cfg big = { .count = 512, .buf_size = BIG_BUF, .name = "big" };
-	struct uvn_pkt_pool_cfg gen = { .count = 1024, .buf_size = SMALL_BUF, .name = "txonly" };
-	struct uvn_pkt_pool_cfg ext = { .count = 4096, .name = "zerocopy" };
+	struct uvn_pkt_pool_cfg small = { .count = 4096, .buf_size = SMALL_BUF, .name = "tap" };
+	struct uvn_pkt_pool_cfg big = { .count = 256, .buf_size = BIG_BUF, .name = "tap-big" };
+	struct uvn_port_env env = {
+		.loop = d->loop, .poll_mode = d->o.poll, .zerocopy = d->o.zerocopy,
+		.zc_min = d->o.zc_min, .zc_max_held = d->o.zc_max_held,
+	};
 	int r = uvn_pkt_pool_create(&small, &d->small);
 
 	if (!r)
 		r = uvn_pkt_pool_create(&big, &d->big);
-	if (!r)
-		r = uvn_pkt_pool_create(&gen, &d->gen);
-	if (!r)
-		r = uvn_pkt_pool_create(&ext, &d->ext);
-	return r;
-}
-
-static int setup_ports(struct uvnetd *d)
-{
-	struct uvn_port_env env = {
-		.loop = d->loop, .small = d->small, .big = d->big, .ext = d->ext,
-		.poll_mode = d->o.poll, .zerocopy = d->o.zerocopy, .zc_min = d->o.zc_min,
-		.zc_max_held = d->o.zc_max_held,
-	};
-
+	if (r)
+		return r;
+	env.small = d->small;
+	env.big = d->big;
 	for (unsigned i = 0; i < d->o.nports; i++) {
 		struct uvn_port *p;
-		int r = uvn_port_create(d->o.port_specs[i], &env, &p);
 
+		r = uvn_port_create(d->o.port_specs[i], &env, &p);
 		if (r)
 			return r;
 		d->ports[d->nports++] = p;
-		p->wake = on_wake;
-		p->owner = d;
 		/* locally administered, unique per port: 02:75:76:00:00:<id> */
 		memcpy(p->mac, "\x02\x75\x76\x00\x00", 5);
 		p->mac[5] = (uint8_t)i;
 		r = uvn_fwd_add_port(&d->fwd, p);
 		if (r)
 			return r;
-		if (!strcmp(p->ops->kind, "tap") && !d->o.poll) {
-			struct uvn_handler *h = &d->tap_h[i];
-
-			*h = (struct uvn_handler){ .fd = uvn_port_tap_fd(p), .fn = on_tap, .ctx = p };
-			r = uvn_loop_add(d->loop, h, EPOLLIN);
-			if (r)
-				return r;
-		}
 	}
 	return 0;
 }
 
 static void teardown(struct uvnetd *d)
 {
+	uvnetd_workers_stop(d);
 	uvnetd_ctl_stop(d);
 	for (unsigned i = 0; i < d->nports; i++)
 		d->ports[i]->ops->destroy(d->ports[i]);
 	uvn_fwd_fini(&d->fwd);
 	uvn_pkt_pool_destroy(d->small);
 	uvn_pkt_pool_destroy(d->big);
-	uvn_pkt_pool_destroy(d->gen);
-	uvn_pkt_pool_destroy(d->ext);
 	uvn_loop_destroy(d->loop);
 }
 
@@ -206,11 +127,10 @@ int main(int argc, char **argv)
 	r = uvn_loop_create(&d.loop);
 	if (!r)
 		r = setup_signals(&d);
-	if (!r)
-		r = setup_pools(&d);
-	if (!r)
-		r = uvn_fwd_init(&d.fwd, d.o.mode, d.gen, d.o.txonly_size);
-	d.fwd.copy_pool = d.small;
+	if (!r && !(r = uvn_fwd_init(&d.fwd, d.o.mode, d.o.txonly_size))) {
+		d.fwd.txonly_count = d.o.txonly_count;
+		atomic_store(&d.fwd.gen_left, d.o.txonly_count);
+	}
 	if (!r)
 		r = setup_ports(&d);
 	if (!r && d.o.ctl_path && (r = uvnetd_ctl_start(&d, d.o.ctl_path)))
@@ -221,14 +141,22 @@ int main(int argc, char **argv)
 		d.stats_h = (struct uvn_handler){ .fd = -1, .fn = on_stats, .ctx = &d };
 		r = uvn_timer_start(d.loop, &d.stats_h, ns, ns);
 	}
+	if (!r)
+		r = uvnetd_workers_start(&d);
 	if (r) {
 		UVN_ERR("startup failed: %s", strerror(-r));
 		teardown(&d);
 		return 1;
 	}
 	d.start_ns = d.last_ns = uvn_now_ns();
-	UVN_INFO("running: %u ports, %s mode", d.nports, d.o.poll ? "poll" : "event");
-	uvnetd_run(&d);
+	UVN_INFO("running: %u ports, %u workers, %s mode", d.nports, d.nworkers,
+		 d.o.poll ? "poll" : "event");
+	/* The workers were created parked: give them their queues. */
+	uvnetd_quiesce(&d);
+	uvnetd_assign(&d);
+	uvnetd_resume(&d);
+	control_loop(&d);
+	uvnetd_workers_stop(&d); /* counters are final once they are gone */
 	if (!d.o.quiet)
 		uvnetd_stats_final(&d);
 	teardown(&d);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "net/device/netdev.h"
+#include "util/sys.h"
 #include "uvnetd.h"
 
 void uvnetd_usage(FILE *f)
@@ -26,6 +27,7 @@ void uvnetd_usage(FILE *f)
 	      "                       drop), txonly (generate frames into every port)\n"
 	      "      --txonly-size N  frame size for txonly (default 64, 42..65535; above 1514:\n"
 	      "                       TCPv4 GSO frames, MSS 1448, segmented for guests without TSO)\n"
+	      "      --txonly-count N stop once N frames were delivered (default: no end)\n"
 	      "      --poll           busy-poll the queues (default: sleep on kicks)\n"
 	      "      --zerocopy MODE  guest TX zero-copy: on, off or auto (default auto:\n"
 	      "                       frames of --zerocopy-min bytes or more are handed on in\n"
@@ -33,7 +35,9 @@ void uvnetd_usage(FILE *f)
 	      "      --zerocopy-min N auto's threshold in bytes (default 256)\n"
 	      "      --zerocopy-max-held N  chains a guest TX queue may have held before\n"
 	      "                       frames are copied (default: half the ring)\n"
-	      "      --cpu N          pin the data path to CPU N\n\n"
+	      "      --cpus LIST      one data-path thread per CPU in LIST (e.g. 0 or 2-3,6),\n"
+	      "                       pinned; queues are spread over them (default: one\n"
+	      "                       unpinned thread). --cpu N is --cpus N\n\n"
 	      "Control:\n"
 	      "      --ctl PATH       listen for `uvnetd ctl PATH ...` commands on this socket\n\n"
 	      "Output:\n"
@@ -74,13 +78,15 @@ int uvnetd_parse_zc(const char *s, int *mode)
 
 int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
 {
-	enum { OPT_TXSIZE = 256, OPT_POLL, OPT_CPU, OPT_ZC, OPT_ZC_MIN, OPT_ZC_HELD, OPT_CTL };
+	enum { OPT_TXCOUNT = 255, OPT_TXSIZE = 256, OPT_POLL, OPT_CPU, OPT_ZC, OPT_ZC_MIN, OPT_ZC_HELD, OPT_CTL };
 	static const struct option longopts[] = {
 		{ "port", required_argument, NULL, 'p' },
 		{ "forward", required_argument, NULL, 'f' },
 		{ "txonly-size", required_argument, NULL, OPT_TXSIZE },
+		{ "txonly-count", required_argument, NULL, OPT_TXCOUNT },
 		{ "poll", no_argument, NULL, OPT_POLL },
 		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ "cpus", required_argument, NULL, OPT_CPU },
 		{ "zerocopy", required_argument, NULL, OPT_ZC },
 		{ "ctl", required_argument, NULL, OPT_CTL },
 		{ "zerocopy-min", required_argument, NULL, OPT_ZC_MIN },
@@ -97,7 +103,6 @@ int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->mode = UVN_FWD_SWITCH;
 	o->txonly_size = 64;
-	o->cpu = -1;
 	o->zerocopy = UVN_ZC_AUTO;
 	o->zc_min = 256;
 	while ((c = getopt_long(argc, argv, "p:f:s:jqh", longopts, NULL)) != -1) {
@@ -115,6 +120,13 @@ int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
 				return -1;
 			}
 			break;
+		case OPT_TXCOUNT:
+			o->txonly_count = strtoull(optarg, &end, 10);
+			if (*end || !o->txonly_count) {
+				fprintf(stderr, "uvnetd: bad --txonly-count '%s'\n", optarg);
+				return -1;
+			}
+			break;
 		case OPT_TXSIZE:
 			o->txonly_size = (uint32_t)strtoul(optarg, &end, 10);
 			if (*end || o->txonly_size < 42 || o->txonly_size > 65535) {
@@ -125,13 +137,16 @@ int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
 		case OPT_POLL:
 			o->poll = true;
 			break;
-		case OPT_CPU:
-			o->cpu = (int)strtol(optarg, &end, 10);
-			if (*end || o->cpu < 0) {
-				fprintf(stderr, "uvnetd: bad --cpu '%s'\n", optarg);
+		case OPT_CPU: {
+			int n = uvn_parse_cpulist(optarg, o->cpus, UVNETD_MAX_WORKERS);
+
+			if (n < 0) {
+				fprintf(stderr, "uvnetd: bad CPU list '%s'\n", optarg);
 				return -1;
 			}
+			o->ncpus = (unsigned)n;
 			break;
+		}
 		case OPT_CTL:
 			o->ctl_path = optarg;
 			break;

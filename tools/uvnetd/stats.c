@@ -2,6 +2,7 @@
 /* Per-port rates per interval (text or one JSON object per line) and totals. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "util/sys.h"
 #include "uvnetd.h"
@@ -95,4 +96,18 @@ void uvnetd_stats_final(struct uvnetd *d)
 	if (d->o.json)
 		printf("]}\n");
 	fflush(stdout);
+}
+
+void uvnetd_fwd_stats(struct uvnetd *d, struct uvn_fwd_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	for (unsigned i = 0; i < d->nworkers; i++) {
+		const struct uvn_fwd_stats *w = &d->workers[i].fw.st;
+
+		st->forwarded += w->forwarded;
+		st->flooded += w->flooded;
+		st->filtered += w->filtered;
+		st->sunk += w->sunk;
+		st->generated += w->generated;
+	}
 }

@@ -3,58 +3,98 @@
 #ifndef UVNETD_H
 #define UVNETD_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "port/port.h"
 #include "switch/forward.h"
 #include "util/loop.h"
 
 #define UVNETD_MAX_PORTS UVN_FWD_MAX_PORTS
+#define UVNETD_MAX_WORKERS 64
+#define UVNETD_MAX_SRCS 256
 
 struct uvnetd_opts {
 	const char *port_specs[UVNETD_MAX_PORTS];
 	unsigned nports;
 	enum uvn_fwd_mode mode;
 	uint32_t txonly_size;
+	uint64_t txonly_count;        /* txonly: stop generating after this many, 0: never */
 	bool poll;
-	int cpu;                 /* pin the data path here, -1: no pinning */
-	double stats_interval;   /* seconds, 0: off */
+	int cpus[UVNETD_MAX_WORKERS]; /* one worker per CPU given */
+	unsigned ncpus;               /* 0: one unpinned worker */
+	double stats_interval;        /* seconds, 0: off */
 	bool json;
 	bool quiet;
-	const char *ctl_path;    /* --ctl: live control socket */
-	int zerocopy;            /* enum uvn_zc_mode */
+	const char *ctl_path;         /* --ctl: live control socket */
+	int zerocopy;                 /* enum uvn_zc_mode */
 	uint32_t zc_min;
 	unsigned zc_max_held;
 };
 
+struct uvnetd;
+struct uvnetd_worker;
+
+/* An rx queue a worker serves. */
+struct uvnetd_src {
+	struct uvn_port *p;
+	unsigned q;
+	struct uvnetd_worker *w;
+	struct uvn_handler h;         /* event mode: its kick (or TAP) fd */
+};
+
+struct uvnetd_worker {
+	struct uvnetd *d;
+	struct uvn_fwd_worker fw;     /* id, pools, scratch, counters */
+	int cpu;
+	pthread_t thr;
+	bool started;
+	_Atomic unsigned acked;       /* last pause generation acknowledged */
+	struct uvn_loop *loop;        /* event mode: its queues' fds */
+	struct uvn_handler wake_h;    /* eventfd: the control thread wants it */
+	struct uvnetd_src srcs[UVNETD_MAX_SRCS];
+	unsigned nsrcs;
+};
+
 struct uvnetd {
 	struct uvnetd_opts o;
-	struct uvn_loop *loop;
-	struct uvn_pkt_pool *small, *big, *gen, *ext;
+	struct uvn_loop *loop;        /* control thread */
+	struct uvn_pkt_pool *small, *big; /* TAP rx */
 	struct uvn_fwd fwd;
 	struct uvn_port *ports[UVNETD_MAX_PORTS];
 	unsigned nports;
-	struct uvn_handler sig_h, stats_h;
-	struct uvn_handler tap_h[UVNETD_MAX_PORTS];
-	struct uvn_handler ctl_h;
-	volatile bool stop;
+	struct uvnetd_worker *workers;
+	unsigned nworkers;
+	_Atomic bool pause, stop;
+	_Atomic unsigned pause_gen;
+	struct uvn_handler sig_h, stats_h, ctl_h;
 	/* stats: the previous interval's totals */
 	struct uvn_port_stats last[UVNETD_MAX_PORTS];
 	uint64_t last_ns, start_ns;
 };
 
 int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o);
+void uvnetd_usage(FILE *f);
 /* "on" | "off" | "auto" -> enum uvn_zc_mode. @return 0 or -1 */
 int uvnetd_parse_zc(const char *s, int *mode);
-void uvnetd_usage(FILE *f);
 
-/* Run until SIGINT/SIGTERM. */
-int uvnetd_run(struct uvnetd *d);
+/* Data-path threads (worker.c). */
+int uvnetd_workers_start(struct uvnetd *d);
+void uvnetd_workers_stop(struct uvnetd *d);
+/* Park every worker (returns once none is in the data path) / let them go. */
+void uvnetd_quiesce(struct uvnetd *d);
+void uvnetd_resume(struct uvnetd *d);
+/* Give every port's rx queues to workers (quiesced). */
+void uvnetd_assign(struct uvnetd *d);
 
 /* Print one stats interval (text or JSON) or the final totals. */
 void uvnetd_stats_interval(struct uvnetd *d);
 void uvnetd_stats_final(struct uvnetd *d);
+/* Forwarding counters summed over workers. */
+void uvnetd_fwd_stats(struct uvnetd *d, struct uvn_fwd_stats *st);
 
 /* Live control socket (ctl.c). */
 int uvnetd_ctl_start(struct uvnetd *d, const char *path);

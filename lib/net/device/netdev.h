@@ -18,8 +18,9 @@
 #include "net/hdr.h"
 #include "util/stats.h"
 
-/* Largest frame a guest may send: a 64 KB GSO frame plus its Ethernet header. */
-#define UVN_NETDEV_MAX_FRAME (65535u + UVN_ETH_HLEN)
+/* Largest frame a guest may send: a 64 KB IP packet (IPv6: 40 + 65535) with a
+ * VLAN-tagged Ethernet header; the big pools hold it. */
+#define UVN_NETDEV_MAX_FRAME 65600u
 /* iovecs per chain: one per descriptor of the largest chain we accept, with room for splits. */
 #define UVN_NETDEV_MAX_IOV 1024u
 /* Packets per burst. */

@@ -545,13 +545,14 @@ static void test_txonly_frames(void **state)
 	(void)state;
 	assert_int_equal(uvn_pkt_pool_create(&pc, &pool), 0);
 	for (unsigned k = 0; k < 5; k++) {
+		struct uvn_fwd_worker w = { .id = 0, .gen = pool };
 		struct uvn_fwd f;
 		struct uvn_pkt *p;
 		struct uvn_gso g;
 
-		assert_int_equal(uvn_fwd_init(&f, UVN_FWD_TXONLY, pool, sizes[k]), 0);
+		assert_int_equal(uvn_fwd_init(&f, UVN_FWD_TXONLY, sizes[k]), 0);
 		ncaptured = 0;
-		assert_int_equal(uvn_fwd_generate(&f, &port, 0), 32);
+		assert_int_equal(uvn_fwd_generate(&f, &w, &port), 32);
 		p = captured[0];
 		assert_int_equal(p->len, sizes[k]);
 		assert_int_equal(uvn_pkt_read(p, 0, flat, p->len), p->len);

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A vhost-user port's data path: the ops the forwarding threads call.
+ * Queue q's rx is polled by one thread at a time; tx is called by every
+ * sender, each mapped onto the guest RX queue (sender % queues), which is
+ * locked only when the guest has fewer queues than there are senders.
+ */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "port/vhost_port.h"
+#include "ring/ring.h"
+#include "util/sys.h"
+
+static unsigned vhost_rx(struct uvn_port *port, unsigned q, struct uvn_pkt **pkts, unsigned n)
+{
+	struct vhost_port *v = (struct vhost_port *)port;
+	struct vq_slot *s = &v->tx[q];
+	unsigned got;
+
+	if (UVN_UNLIKELY(!s->vu))
+		return 0;
+	got = uvn_netdev_tx(&s->nq, s->small, s->big, pkts, n);
+	for (unsigned i = 0; i < got; i++) {
+		pkts[i]->port = port->id;
+		pkts[i]->queue = (uint16_t)q;
+	}
+	return got;
+}
+
+static unsigned vhost_nqueues(struct uvn_port *port)
+{
+	struct vhost_port *v = (struct vhost_port *)port;
+	unsigned n = 0;
+
+	while (n < v->pairs_on && v->rx[n].vu && v->tx[n].vu)
+		n++;
+	return n;
+}
+
+static unsigned vhost_tx(struct uvn_port *port, unsigned sender, struct uvn_pkt *const *pkts,
+			 unsigned n)
+{
+	struct vhost_port *v = (struct vhost_port *)port;
+	unsigned nq = vhost_nqueues(port), sent;
+	struct vq_slot *s;
+	bool shared;
+
+	if (UVN_UNLIKELY(!nq)) {
+		atomic_fetch_add_explicit(&v->dropped_down, n, memory_order_relaxed);
+		return 0;
+	}
+	s = &v->rx[sender % nq];
+	shared = v->senders > nq;
+	if (shared)
+		while (atomic_flag_test_and_set_explicit(&s->lock, memory_order_acquire))
+			uvn_cpu_relax();
+	sent = uvn_netdev_rx(&s->nq, pkts, n);
+	if (shared)
+		atomic_flag_clear_explicit(&s->lock, memory_order_release);
+	return sent;
+}
+
+static void vhost_complete(struct uvn_port *port, unsigned q)
+{
+	struct vhost_port *v = (struct vhost_port *)port;
+
+	if (v->tx[q].vu)
+		uvn_netdev_tx_complete(&v->tx[q].nq);
+}
+
+static bool vhost_arm(struct uvn_port *port, unsigned q)
+{
+	struct vhost_port *v = (struct vhost_port *)port;
+	struct vq_slot *s = &v->tx[q];
+
+	if (!s->vu || s->nq.broken)
+		return true;
+	return uvn_vq_dev_enable_notify(s->nq.vq);
+}
+
+static int vhost_rx_fd(struct uvn_port *port, unsigned q)
+{
+	struct vhost_port *v = (struct vhost_port *)port;
+
+	return v->tx[q].vu ? v->tx[q].vu->kick_fd : -1;
+}
+
+/* A kick: count it, and ask for no more while we drain the ring. */
+static void vhost_rx_event(struct uvn_port *port, unsigned q)
+{
+	struct vhost_port *v = (struct vhost_port *)port;
+	struct vq_slot *s = &v->tx[q];
+	uint64_t n;
+
+	if (!s->vu)
+		return;
+	if (read(s->vu->kick_fd, &n, sizeof(n)) == sizeof(n))
+		atomic_fetch_add_explicit(&v->kicks, n, memory_order_relaxed);
+	uvn_vq_dev_disable_notify(s->nq.vq);
+}
+
+static void vhost_set_senders(struct uvn_port *port, unsigned n)
+{
+	((struct vhost_port *)port)->senders = n;
+}
+
+void uvn_vhost_add_q(struct uvn_port_stats *st, const struct vq_slot *s, bool guest_tx)
+{
+	const struct uvn_netdev_q_stats *q = &s->nq.st;
+	const struct uvn_vq_stats *r = s->nq.vq ? uvn_vq_dev_stats(s->nq.vq) : NULL;
+
+	if (guest_tx) {
+		st->rx_packets += q->packets;
+		st->rx_bytes += q->bytes;
+	} else {
+		st->tx_packets += q->packets;
+		st->tx_bytes += q->bytes;
+	}
+	st->drops += q->drop_nobuf + q->drop_toobig + q->drop_nopkt + q->drop_offload +
+		     q->drop_gso_hdr + q->drop_gso_len + q->drop_gso_size + q->drop_csum;
+	st->errors += q->err_short + q->err_hdr + q->err_toolong + q->err_format + q->err_ring +
+		      q->ctrl_err;
+	st->calls += q->notify;
+	if (r)
+		st->calls_suppressed += r->notify_suppressed;
+}
+
+static void vhost_stats(struct uvn_port *port, struct uvn_port_stats *st)
+{
+	struct vhost_port *v = (struct vhost_port *)port;
+
+	*st = v->gone;
+	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++) {
+		if (v->rx[i].vu)
+			uvn_vhost_add_q(st, &v->rx[i], false);
+		if (v->tx[i].vu)
+			uvn_vhost_add_q(st, &v->tx[i], true);
+	}
+	if (v->ctrl.vu)
+		uvn_vhost_add_q(st, &v->ctrl, true);
+	st->kicks += atomic_load_explicit(&v->kicks, memory_order_relaxed);
+	st->drops += v->discarded + atomic_load_explicit(&v->dropped_down, memory_order_relaxed);
+}
+
+static void dump_slot(struct vhost_port *v, const struct vq_slot *s, const char *dir, FILE *f,
+		      bool json, bool *first)
+{
+	const struct uvn_vq_stats *r = uvn_vq_dev_stats(s->nq.vq);
+
+	if (json) {
+		fprintf(f, "%s{\"port\":\"%s\",\"vq\":%u,\"queue\":%u,\"dir\":\"%s\",\"size\":%u,"
+			"\"broken\":%s,\"zerocopy\":%s,\"ring\":{", *first ? "" : ",", v->base.name,
+			s->vu->idx, s->qp, dir, uvn_vq_dev_num(s->nq.vq),
+			s->nq.broken ? "true" : "false", s->nq.zc ? "true" : "false");
+		uvn_stats_json(f, r, uvn_vq_stats_desc);
+		fputs("},\"dev\":{", f);
+		uvn_stats_json(f, &s->nq.st, uvn_netdev_q_stats_desc);
+		fputs("}}", f);
+	} else {
+		fprintf(f, "%s vq %u (%s %u, size %u%s)%s\n  ring: ", v->base.name, s->vu->idx, dir,
+			s->qp, uvn_vq_dev_num(s->nq.vq), s->nq.zc ? ", zero-copy" : "",
+			s->nq.broken ? " BROKEN" : "");
+		uvn_stats_print(f, r, uvn_vq_stats_desc, 0);
+		fputs("\n  dev:  ", f);
+		uvn_stats_print(f, &s->nq.st, uvn_netdev_q_stats_desc, 0);
+		fputc('\n', f);
+	}
+	*first = false;
+}
+
+static void vhost_dump_queues(struct uvn_port *port, FILE *f, bool json, bool *first)
+{
+	struct vhost_port *v = (struct vhost_port *)port;
+
+	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++) {
+		if (v->rx[i].vu)
+			dump_slot(v, &v->rx[i], "guest_rx", f, json, first);
+		if (v->tx[i].vu)
+			dump_slot(v, &v->tx[i], "guest_tx", f, json, first);
+	}
+	if (v->ctrl.vu)
+		dump_slot(v, &v->ctrl, "ctrl", f, json, first);
+}
+
+const struct uvn_port_ops uvn_vhost_ops = {
+	.kind = "vhost-user",
+	.rx = vhost_rx,
+	.tx = vhost_tx,
+	.nqueues = vhost_nqueues,
+	.rx_fd = vhost_rx_fd,
+	.rx_event = vhost_rx_event,
+	.set_senders = vhost_set_senders,
+	.stats = vhost_stats,
+	.arm = vhost_arm,
+	.complete = vhost_complete,
+	.dump_queues = vhost_dump_queues,
+	.destroy = uvn_vhost_destroy,
+};

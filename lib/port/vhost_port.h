@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A vhost-user port's state, shared by its control half (vhost.c: the
+ * connection, the backend's queue events) and its data-path half
+ * (vhost_data.c). Port queue q is the guest's queue pair q: rx reads its TX
+ * ring (vq 2q+1), tx fills its RX ring (vq 2q).
+ */
+#ifndef UVN_PORT_VHOST_PORT_H
+#define UVN_PORT_VHOST_PORT_H
+
+#include <stdatomic.h>
+
+#include "net/device/netdev.h"
+#include "port/port.h"
+#include "util/loop.h"
+#include "vhost_user/backend.h"
+
+struct vhost_port;
+
+struct vq_slot {
+	struct uvn_netdev_q nq;
+	struct uvn_vu_queue *vu;    /* NULL while not ready */
+	struct vhost_port *port;
+	unsigned qp;                /* queue pair */
+	/* guest TX: the packets its frames become (one thread polls a queue) */
+	struct uvn_pkt_pool *small, *big, *ext;
+	/* guest RX: taken by a sender when the port has fewer queues than senders */
+	atomic_flag lock;
+	struct uvn_handler kick_h;  /* control queue only: its kicks */
+};
+
+struct vhost_port {
+	struct uvn_port base;
+	struct uvn_vhost_port_cfg cfg;
+	char path[108];
+	struct uvn_loop *loop;
+	struct uvn_port_env env;
+	struct uvn_handler listen_h, conn_h, retry_h, drain_h;
+	struct uvn_vu_backend *be;
+	uint64_t features;
+	unsigned pairs_on;          /* queue pairs the guest uses (MQ) */
+	unsigned senders;           /* data-path threads that transmit here */
+	struct vq_slot rx[UVN_PORT_MAX_QUEUES]; /* guest RX rings */
+	struct vq_slot tx[UVN_PORT_MAX_QUEUES]; /* guest TX rings */
+	struct vq_slot ctrl;
+	struct uvn_port_stats gone; /* counters of queues that stopped */
+	_Atomic uint64_t kicks;
+	uint64_t discarded;         /* frames of disabled TX rings, dropped */
+	_Atomic uint64_t dropped_down; /* frames sent while no queue was ready */
+};
+
+extern const struct uvn_port_ops uvn_vhost_ops;
+
+/* vhost_data.c */
+void uvn_vhost_add_q(struct uvn_port_stats *st, const struct vq_slot *s, bool guest_tx);
+/* vhost.c */
+void uvn_vhost_destroy(struct uvn_port *port);
+
+#endif
