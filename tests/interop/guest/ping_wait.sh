@@ -3,6 +3,7 @@
 # WAIT_SECONDS pass), then a little longer so the last replies leave.
 # Env: WAIT_RX (default 8), WAIT_SECONDS (default 120)
 WAIT_RX=${WAIT_RX:-8}
+[ "${UVN_QUEUES:-1}" -gt 1 ] && ethtool -L "$UVN_IF0" combined "$UVN_QUEUES"
 WAIT_SECONDS=${WAIT_SECONDS:-120}
 S=/sys/class/net/$UVN_IF0/statistics
 start=$(cat $S/rx_packets) t=0
