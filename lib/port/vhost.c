@@ -140,9 +140,15 @@ static void queue_start(struct vhost_port *v, struct vq_slot *s, struct uvn_vu_q
 	uvn_netdev_q_init(&s->nq, q->vq, v->features, guest_tx);
 	s->nq.notify = notify_driver;
 	s->nq.notify_ctx = s;
-	s->nq.log_write = log_write;
-	s->nq.log_used = log_used;
-	s->nq.log_ctx = s;
+	/* Paused and resumed around any change of the dirty log: decided here. */
+	if (uvn_vu_backend_logging(v->be)) {
+		s->nq.log_write = log_write;
+		s->nq.log_used = log_used;
+		s->nq.log_ctx = s;
+	} else {
+		s->nq.log_write = NULL;
+		s->nq.log_used = NULL;
+	}
 	if (s == &v->ctrl) {
 		if (q->kick_fd >= 0) {
 			s->kick_h = (struct uvn_handler){ .fd = q->kick_fd, .fn = on_ctrl_kick, .ctx = s };

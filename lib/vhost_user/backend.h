@@ -143,6 +143,13 @@ const char *uvn_vu_backend_name(const struct uvn_vu_backend *b);
 void uvn_vu_queue_notify(struct uvn_vu_queue *q);
 
 /*
+ * Is a migration's dirty logging on (LOG_ALL set and a log shared)? It only
+ * changes while the queues are not ready (they are paused around it), so a
+ * device may decide once per queue_ready(true) whether to log its writes.
+ */
+bool uvn_vu_backend_logging(const struct uvn_vu_backend *b);
+
+/*
  * Dirty-log a device write of @len bytes at @va in guest memory (atomic OR
  * of one bit per 4 KB guest-physical page). No-op unless the frontend set
  * LOG_ALL and a log. Call only while processing a ready queue.

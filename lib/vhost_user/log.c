@@ -103,6 +103,11 @@ static void mark(struct uvn_vu_dirty_log *log, uint64_t gpa, uint64_t len)
 	}
 }
 
+bool uvn_vu_backend_logging(const struct uvn_vu_backend *b)
+{
+	return logging(b);
+}
+
 void uvn_vu_log_write(struct uvn_vu_backend *b, const void *va, size_t len)
 {
 	const uint8_t *p = va;
