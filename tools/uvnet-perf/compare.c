@@ -133,12 +133,16 @@ static void print_row(unsigned i, unsigned runs, struct pt_bars *plot)
 
 		for (unsigned k = 0; k < runs; k++)
 			v[k] = metric(&res[i][p][k]);
-		if (!pt_median(v, runs, &med, &lo, &hi)) {
+		unsigned used = pt_median(v, runs, &med, &lo, &hi);
+
+		if (!used) {
 			snprintf(cell, sizeof(cell), "n/a");
 		} else {
 			if (p == 0)
 				ref = med;
 			snprintf(cell, sizeof(cell), "%.2f (%.2f-%.2f)", med, lo, hi);
+			if (used < runs)
+				snprintf(cell + strlen(cell), sizeof(cell) - strlen(cell), " n=%u", used);
 			if (pt_known(ref) && ref > 0) {
 				snprintf(cell + strlen(cell), sizeof(cell) - strlen(cell), " %.2fx",
 					 med / ref);
@@ -175,15 +179,26 @@ static void print_table(const struct pt_opts *o, const struct pt_cfg *base, unsi
 	for (unsigned p = 0; p < NPAIRS; p++)
 		plot.series[p] = pairs[p].name;
 	plot.ref = 1.0;
+	plot.label_fmt = "%.2f";
+	{
+		char what[96];
+		const struct pt_limits *l = pt_limits_cached();
+
+		snprintf(what, sizeof(what), "%s ring, poll mode, %u interleaved runs of %.3g s",
+			 pt_ring_name(base->ring), runs, base->duration);
+		pt_subtitle(plot.subtitle, sizeof(plot.subtitle), what, l ? l->rtt_ns : NAN);
+	}
 	for (unsigned i = 0; i < NROWS; i++)
 		if (wanted(o, i))
 			print_row(i, runs, &plot);
 	for (unsigned i = 0; i < NROWS; i++)
 		for (unsigned p = 0; wanted(o, i) && p < NPAIRS; p++)
-			if (res[i][p][0].status != PT_OK)
-				printf("# %s %s %u B %s: %s: %s\n", pt_test_name(rows[i].test),
-				       pt_dir_name(rows[i].dir), rows[i].size, pairs[p].name,
-				       res[i][p][0].status == PT_NA ? "n/a" : "error", res[i][p][0].reason);
+			for (unsigned k = 0; k < runs; k++)
+				if (res[i][p][k].status != PT_OK)
+					printf("# %s %s %u B %s run %u: %s: %s\n", pt_test_name(rows[i].test),
+					       pt_dir_name(rows[i].dir), rows[i].size, pairs[p].name, k + 1,
+					       res[i][p][k].status == PT_NA ? "n/a" : "error",
+					       res[i][p][k].reason);
 	for (unsigned i = 0; i < NROWS; i++)
 		for (unsigned p = 0; wanted(o, i) && p < NPAIRS; p++)
 			if (res[i][p][0].status == PT_OK && strcmp(res[i][p][0].offload, "none"))

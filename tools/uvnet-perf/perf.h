@@ -118,7 +118,10 @@ struct pt_bars {
 	double lo[PT_BARS_GROUPS][PT_BARS_SERIES]; /* min-max whiskers (NAN: none) */
 	double hi[PT_BARS_GROUPS][PT_BARS_SERIES];
 	double ref;                 /* a horizontal reference line (NAN: none) */
-	bool log_y;
+	double ymax;                /* fixed top of the y axis (NAN: automatic) */
+	bool log_y;                 /* values over orders of magnitude */
+	char subtitle[160];         /* second title line: setup, date, regime */
+	const char *label_fmt;      /* gnuplot sprintf format of the values over the bars */
 };
 void pt_bars_init(struct pt_bars *b, const char *file, const char *title, const char *ylabel);
 /* Write @b as a PNG into o->plot_dir. @return 0 or -1 (message printed) */
@@ -156,8 +159,10 @@ const char *pt_fmt_num(char *buf, size_t n, int decimals, double v);
 /* The result's headline value: pps for pps, Gb/s for stream, transactions/s for rr. */
 double pt_headline(const struct pt_result *r);
 const char *pt_headline_unit(const struct pt_result *r);
-/* Print "# date, machine, CPUs" lines. */
+/* Print "# date, machine, CPUs, load" lines. */
 void pt_print_machine(FILE *f, const char *prefix);
+/* One line for a chart: @what, then the date, the load and the cross-CPU regime. */
+void pt_subtitle(char *out, size_t n, const char *what, double rtt_ns);
 /* Median (and min/max) of @n values; NANs skipped. @return values used */
 unsigned pt_median(const double *v, unsigned n, double *med, double *min, double *max);
 

@@ -21,17 +21,23 @@ void pt_bars_init(struct pt_bars *b, const char *file, const char *title, const 
 	b->title = title;
 	b->ylabel = ylabel;
 	b->ref = NAN;
+	b->ymax = NAN;
+	b->label_fmt = "%.3g";
 	for (unsigned g = 0; g < PT_BARS_GROUPS; g++)
 		for (unsigned s = 0; s < PT_BARS_SERIES; s++)
 			b->v[g][s] = b->lo[g][s] = b->hi[g][s] = NAN;
 }
 
-/* gnuplot strings are single-quoted: no quotes inside. */
+/* gnuplot strings are single-quoted: an apostrophe becomes a typographic one. */
 static void sq(FILE *f, const char *s)
 {
 	fputc('\'', f);
-	for (; *s; s++)
-		fputc(*s == '\'' ? '`' : *s, f);
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputs("\xe2\x80\x99", f);
+		else
+			fputc(*s, f);
+	}
 	fputc('\'', f);
 }
 
@@ -58,6 +64,25 @@ static void data_block(FILE *f, const struct pt_bars *b)
 	fprintf(f, "EOD\n");
 }
 
+/* Linear from 0, or logarithmic from the decade below the smallest bar. */
+static void y_axis(FILE *f, const struct pt_bars *b)
+{
+	double lo = INFINITY;
+
+	if (!b->log_y) {
+		if (pt_known(b->ymax))
+			fprintf(f, "set yrange [0:%g]\n", b->ymax);
+		else
+			fprintf(f, "set yrange [0:*]\n");
+		return;
+	}
+	for (unsigned g = 0; g < b->ngroups; g++)
+		for (unsigned s = 0; s < b->nseries; s++)
+			if (pt_known(b->v[g][s]) && b->v[g][s] > 0 && b->v[g][s] < lo)
+				lo = b->v[g][s];
+	fprintf(f, "set logscale y\nset yrange [%g:*]\n", isfinite(lo) ? pow(10, floor(log10(lo))) : 0.1);
+}
+
 static void header(FILE *f, const struct pt_bars *b, const char *png)
 {
 	double width = b->ngroups * b->nseries > 24 ? 1400 : 1000;
@@ -67,6 +92,10 @@ static void header(FILE *f, const struct pt_bars *b, const char *png)
 	sq(f, png);
 	fprintf(f, "\nset title ");
 	sq(f, b->title);
+	if (b->subtitle[0]) {
+		fprintf(f, " . \"\\n\" . ");
+		sq(f, b->subtitle);
+	}
 	fprintf(f, "\nset ylabel ");
 	sq(f, b->ylabel);
 	fprintf(f, "\nset style data histograms\n"
@@ -75,13 +104,13 @@ static void header(FILE *f, const struct pt_bars *b, const char *png)
 		   "set boxwidth 0.9\n"
 		   "set grid ytics lc rgb '#dddddd'\n"
 		   "set key below horizontal\n"
-		   "set yrange [0:*]\n"
 		   "set offsets 0, 0, graph 0.08, 0\n"
 		   "set linetype 1 lc rgb '#4477aa'\nset linetype 2 lc rgb '#ee6677'\n"
 		   "set linetype 3 lc rgb '#228833'\nset linetype 4 lc rgb '#ccbb44'\n"
 		   "set linetype 5 lc rgb '#66ccee'\nset linetype 6 lc rgb '#aa3377'\n");
+	y_axis(f, b);
 	if (b->ngroups > 5)
-		fprintf(f, "set xtics rotate by -25 left\nset bmargin 7\n");
+		fprintf(f, "set xtics rotate by 40 right font ',10'\n");
 	if (pt_known(b->ref))
 		fprintf(f, "set arrow from graph 0, first %g to graph 1, first %g nohead dt 2 lw 1.5 "
 			   "lc rgb '#555555' front\n",
@@ -98,11 +127,14 @@ static void plot_cmd(FILE *f, const struct pt_bars *b)
 			4 + 3 * s, s ? "" : ":xtic(1)");
 		sq(f, b->series[s]);
 	}
-	/* Values over the bars: bar s of group g sits at g + (s - (k-1)/2) / (k + gap). */
-	for (unsigned s = 0; s < k; s++)
-		fprintf(f, ", $data using ($0 + (%u - %g) / %u.0):%u:(sprintf('%%.3g', $%u)) "
-			   "with labels offset 0,0.6 font ',8' notitle",
-			s, (k - 1) / 2.0, k + 1, 2 + 3 * s, 2 + 3 * s);
+	/* Values over the bars (above the whisker): bar s of group g sits at
+	 * g + (s - (k-1)/2) / (k + gap). */
+	for (unsigned s = 0; s < k; s++) {
+		fprintf(f, ", $data using ($0 + (%u - %g) / %u.0):%u:(sprintf(", s, (k - 1) / 2.0, k + 1,
+			4 + 3 * s);
+		sq(f, b->label_fmt);
+		fprintf(f, ", $%u)) with labels offset 0,0.6 font ',8' notitle", 2 + 3 * s);
+	}
 	fprintf(f, "\n");
 }
 

@@ -151,6 +151,17 @@ static void child_setup(int cpu, int out_fd, int log_fd)
 		close(fd);
 }
 
+/* A build running next to us relinks a tool for a moment (ETXTBSY, EACCES): wait it out. */
+static void exec_retry(char *const argv[])
+{
+	for (unsigned i = 0; i < 20; i++) {
+		execvp(argv[0], argv);
+		if (errno != ETXTBSY && errno != EACCES)
+			return;
+		usleep(100000);
+	}
+}
+
 static int open_log(struct pt_child *c)
 {
 	const char *dir = pt_tmpdir();
@@ -192,7 +203,7 @@ static int start(struct pt_child *c, int cpu, char *const argv[], int (*fn)(void
 		child_setup(cpu, pfd[1], log_fd);
 		if (fn)
 			_exit(fn(arg));
-		execvp(argv[0], argv);
+		exec_retry(argv);
 		fprintf(stderr, "uvnet-perf: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}

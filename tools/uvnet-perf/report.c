@@ -209,6 +209,21 @@ void pt_table_row(FILE *f, const struct pt_result *r)
 		lat);
 }
 
+/* The 1-minute load average: how much else ran on the machine. */
+static const char *load_average(void)
+{
+	static char buf[16];
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	snprintf(buf, sizeof(buf), "?");
+	if (f) {
+		if (fscanf(f, "%15s", buf) != 1)
+			snprintf(buf, sizeof(buf), "?");
+		fclose(f);
+	}
+	return buf;
+}
+
 void pt_print_machine(FILE *f, const char *prefix)
 {
 	char model[128] = "unknown CPU", line[256], date[64];
@@ -229,8 +244,19 @@ void pt_print_machine(FILE *f, const char *prefix)
 		fclose(ci);
 	uname(&u);
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime(&now));
-	fprintf(f, "%s%s, %s, %ld CPUs, Linux %s %s, uvnet %s\n", prefix, date, model,
-		sysconf(_SC_NPROCESSORS_ONLN), u.release, u.machine, UVN_PERF_VERSION);
+	fprintf(f, "%s%s, %s, %ld CPUs, Linux %s %s, uvnet %s, load average %s\n", prefix, date,
+		model, sysconf(_SC_NPROCESSORS_ONLN), u.release, u.machine, UVN_PERF_VERSION,
+		load_average());
+}
+
+void pt_subtitle(char *out, size_t n, const char *what, double rtt_ns)
+{
+	char date[32];
+	time_t now = time(NULL);
+
+	strftime(date, sizeof(date), "%Y-%m-%d", gmtime(&now));
+	snprintf(out, n, "%s; %s; load %s; cross-CPU %s", what, date, load_average(),
+		 pt_known(rtt_ns) ? pt_regime(rtt_ns) : "unknown");
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -7,7 +7,8 @@
  *   002 indirect descriptor cache  transmit pps with 2 segments per frame (xsk, 2 sgs)
  *   003 header-inclusive merge bufs host->guest stream, MTU-size frames (guest TSO off)
  *   001/004 zero-copy TX           4-64 KB stream between two guests through uvnetd,
- *                                  event mode, CPU per byte; clean and --dirty (004's advice)
+ *                                  event mode, CPU per byte; clean and --dirty (004's advice);
+ *                                  the receiver's mergeable buffers sized adaptively (Linux)
  *   004 rr sanity check            request/response through the switch with zero-copy
  */
 #include <stdio.h>
@@ -20,9 +21,11 @@
 enum metric { M_GBPS, M_MPPS, M_SD_DEV, M_TPS, M_P50 };
 
 static const char *const metric_names[] = { "Gb/s", "Mpps", "dev SD us/KB", "trans/s", "p50 us" };
+static const char *const metric_short[] = { "Gb/s", "Mpps", "SD", "trans/s", "p50" };
 
 struct exp {
 	const char *seed, *name, *workload;
+	const char *label;          /* short, for the chart */
 	void (*set)(const struct pt_opts *o, struct pt_cfg *c, bool on);
 	unsigned size;
 	bool dirty;
@@ -75,6 +78,10 @@ static void zerocopy(const struct pt_opts *o, struct pt_cfg *c, bool on)
 	if (!o->set_mode)
 		c->poll = false;
 	c->zerocopy = on ? PT_ZC_ON : has ? PT_ZC_OFF : PT_ZC_DEFAULT;
+	/* The receiver sizes its buffers like Linux does today (EWMA, up to a
+	 * page): with header + MTU buffers a 64 KB frame takes 43 of them and
+	 * the driver copies it, which would bury the device's difference. */
+	c->merge = UVN_MRG_EWMA;
 }
 
 static void zc_rr(const struct pt_opts *o, struct pt_cfg *c, bool on)
@@ -87,26 +94,26 @@ static const char f000[] = "host->guest 3165 -> 3370..3408 Mb/s";
 static const char f004_cpu[] = "vhost CPU per byte: 4K 0.18x, 16K 0.27x, 64K 0.30x";
 
 static const struct exp exps[] = {
-	{ "000", "deferred rx allocation", "stream rx, mergeable", deferred, 1514, false,
+	{ "000", "deferred rx allocation", "stream rx, mergeable", "rx mrg", deferred, 1514, false,
 	  { M_GBPS }, 1, { f000 }, { 1.071 } },
-	{ "000", "deferred rx allocation", "stream rx, big", deferred_big, 1514, false,
+	{ "000", "deferred rx allocation", "stream rx, big", "rx big", deferred_big, 1514, false,
 	  { M_GBPS }, 1, { f000 }, { 1.071 } },
-	{ "002", "indirect desc cache", "pps tx, 2 segments", desc_cache, 64, false,
+	{ "002", "indirect desc cache", "pps tx, 2 segments", "2-seg pps", desc_cache, 64, false,
 	  { M_MPPS }, 1, { "2.68 -> 3.11 Mpps (+16 %)" }, { 1.16 } },
-	{ "003", "merge buf = hdr + MTU", "stream rx, MTU frames", merge, 1514, false,
+	{ "003", "merge buf = hdr + MTU", "stream rx, MTU frames", "rx MTU", merge, 1514, false,
 	  { M_GBPS }, 1, { "4077 -> 6445 Mb/s (TCP_STREAM)" }, { 1.581 } },
-	{ "001/4", "zero-copy TX (switch)", "stream A->B, event", zerocopy, 4096, false,
+	{ "001/4", "zero-copy TX (switch)", "stream A->B, event", "zc 4K", zerocopy, 4096, false,
 	  { M_GBPS, M_SD_DEV }, 2, { "4K: 4913 -> 7409 Mb/s", f004_cpu }, { 1.508, 0.178 } },
-	{ "001/4", "zero-copy TX (switch)", "stream A->B, event", zerocopy, 16384, false,
+	{ "001/4", "zero-copy TX (switch)", "stream A->B, event", "zc 16K", zerocopy, 16384, false,
 	  { M_GBPS, M_SD_DEV }, 2, { "16K: 8927 -> 9179 Mb/s", f004_cpu }, { 1.028, 0.272 } },
-	{ "001/4", "zero-copy TX (switch)", "stream A->B, event", zerocopy, 65536, false,
+	{ "001/4", "zero-copy TX (switch)", "stream A->B, event", "zc 64K", zerocopy, 65536, false,
 	  { M_GBPS, M_SD_DEV }, 2, { "64K: 9086 -> 9171 Mb/s; 001: 9408", f004_cpu },
 	  { 1.009, 0.302 } },
-	{ "001/4", "zero-copy TX (switch)", "stream A->B, --dirty", zerocopy, 4096, true,
+	{ "001/4", "zero-copy TX (switch)", "stream A->B, --dirty", "zc 4K dirty", zerocopy, 4096, true,
 	  { M_GBPS, M_SD_DEV }, 2, { "(004: use DIRTY mode)", "-" }, { NAN, NAN } },
-	{ "001/4", "zero-copy TX (switch)", "stream A->B, --dirty", zerocopy, 65536, true,
+	{ "001/4", "zero-copy TX (switch)", "stream A->B, --dirty", "zc 64K dirty", zerocopy, 65536, true,
 	  { M_GBPS, M_SD_DEV }, 2, { "(004: use DIRTY mode)", "-" }, { NAN, NAN } },
-	{ "004", "zero-copy TX (switch)", "rr A<->B, event", zc_rr, 64, false,
+	{ "004", "zero-copy TX (switch)", "rr A<->B, event", "rr", zc_rr, 64, false,
 	  { M_TPS, M_P50 }, 2, { "(004: sanity-check TCP_RR)", "-" }, { NAN, NAN } },
 };
 #define NEXP (sizeof(exps) / sizeof(exps[0]))
@@ -125,13 +132,19 @@ static double value(const struct pt_result *r, enum metric m)
 	}
 }
 
-/* The reason a side never produced a number (its first run's). */
-static const char *na_reason(const struct pt_result *r, unsigned runs)
+/* Runs of a side without a number: how many, and the first one's reason. */
+static unsigned failed(const struct pt_result *r, unsigned runs, const struct pt_result **first)
 {
-	for (unsigned i = 0; i < runs; i++)
+	unsigned n = 0;
+
+	*first = NULL;
+	for (unsigned i = 0; i < runs; i++) {
 		if (r[i].status == PT_OK)
-			return NULL;
-	return r[0].reason;
+			continue;
+		if (!n++)
+			*first = &r[i];
+	}
+	return n;
 }
 
 static struct pt_result res[NEXP][2][MAX_RUNS];
@@ -163,14 +176,19 @@ static void cell(char *out, size_t n, const struct pt_result *r, unsigned runs, 
 {
 	double v[MAX_RUNS], lo, hi;
 
+	unsigned used;
+
 	for (unsigned i = 0; i < runs; i++)
 		v[i] = value(&r[i], m);
-	if (!pt_median(v, runs, med, &lo, &hi))
+	used = pt_median(v, runs, med, &lo, &hi);
+	if (!used)
 		snprintf(out, n, "n/a");
 	else if (m == M_TPS)
 		snprintf(out, n, "%.0f (%.0f-%.0f)", *med, lo, hi);
 	else
 		snprintf(out, n, "%.3g (%.3g-%.3g)", *med, lo, hi);
+	if (used && used < runs)
+		snprintf(out + strlen(out), n - strlen(out), " n=%u", used);
 }
 
 /* The "on" runs' median as a fraction of the physical limit (uvnet-perf --suite limits). */
@@ -211,8 +229,8 @@ static void print_table(const struct pt_opts *o, unsigned runs, struct pt_bars *
 			if (plot && plot->ngroups < PT_BARS_GROUPS) {
 				unsigned g = plot->ngroups++;
 
-				snprintf(plot->group[g], sizeof(plot->group[g]), "%s %s %uB %s", x->seed,
-					 x->workload, x->size, metric_names[x->metric[m]]);
+				snprintf(plot->group[g], sizeof(plot->group[g]), "%s %s %s", x->seed, x->label,
+					 metric_short[x->metric[m]]);
 				plot->v[g][0] = pt_known(moff) && moff > 0 ? mon / moff : NAN;
 				plot->v[g][1] = x->seed_ratio[m];
 			}
@@ -220,13 +238,17 @@ static void print_table(const struct pt_opts *o, unsigned runs, struct pt_bars *
 	}
 	for (unsigned e = 0; e < NEXP; e++)
 		for (unsigned on = 0; on < 2; on++) {
-			const char *why = na_reason(res[e][on], runs);
+			const struct pt_result *f;
+			unsigned n = failed(res[e][on], runs, &f);
 
-			if (why)
-				printf("# %s %s %u B, %s: n/a: %s\n", exps[e].seed, exps[e].workload,
-				       exps[e].size, on ? "on" : "off", why);
+			if (n)
+				printf("# %s %s %u B, %s: %s in %u of %u runs: %s\n", exps[e].seed,
+				       exps[e].workload, exps[e].size, on ? "on" : "off",
+				       f->status == PT_NA ? "n/a" : "error", n, runs, f->reason);
 		}
 	(void)o;
+	printf("# zero-copy rows: drivers A and B both on the driver CPU, event mode, B's mergeable "
+	       "buffers sized adaptively (EWMA, as Linux); dev SD: uvnetd's CPU per KB\n");
 	printf("# limit: the \"on\" median as a fraction of one memcpy per frame on one core "
 	       "(stream, pps) or one cross-CPU round trip per transaction (rr)\n");
 }
@@ -261,12 +283,20 @@ int pt_suite_seeds(const struct pt_opts *o)
 	printf("# command: %s\n", o->cmdline);
 	printf("# cache-line round trip CPU %d<->%d: %.0f ns before (%s), %.0f ns after (%s)\n",
 	       base.dev_cpu, base.drv_cpu, before, pt_regime(before), after, pt_regime(after));
-	pt_bars_init(&plot, "seeds.png", "each seed's switch: on / off (ours next to the seed's)",
+	pt_bars_init(&plot, "seeds.png", "each seed switch: on / off, uvnet next to the seed thread",
 		     "on / off (SD, p50: lower is better)");
 	plot.nseries = 2;
 	plot.series[0] = "uvnet (median)";
 	plot.series[1] = "the seed thread";
 	plot.ref = 1.0;
+	plot.label_fmt = "%.2f";
+	{
+		char what[96];
+
+		snprintf(what, sizeof(what), "uvnet -> uvnetd, %u interleaved runs of %.3g s each", runs,
+			 base.duration);
+		pt_subtitle(plot.subtitle, sizeof(plot.subtitle), what, before);
+	}
 	print_table(o, runs, &plot);
 	if (o->plot_dir)
 		pt_plot_bars(o, &plot);

@@ -96,8 +96,10 @@ static void plot_default(const struct pt_opts *o, const struct pt_result *r)
 {
 	static const unsigned sizes[] = { 64, 1518, 65535 };
 	struct pt_bars gb, cpu;
+	char what[96];
 
-	pt_bars_init(&gb, "default-throughput.png", "stream throughput by frame size", "Gb/s");
+	pt_bars_init(&gb, "default-throughput.png", "stream throughput by frame size",
+		     "Gb/s (log scale)");
 	pt_bars_init(&cpu, "default-cpu.png", "CPU per side by frame size (stream)",
 		     "fraction of one core");
 	gb.nseries = 2;
@@ -109,6 +111,12 @@ static void plot_default(const struct pt_opts *o, const struct pt_result *r)
 	cpu.series[2] = "rx: driver";
 	cpu.series[3] = "rx: device";
 	gb.log_y = true;
+	cpu.ymax = 1.05;
+	snprintf(what, sizeof(what), "%s driver -> %s, %s ring, %s mode", pt_drv_name(r[0].cfg.driver),
+		 pt_dev_name(r[0].cfg.device), pt_ring_name(r[0].cfg.ring),
+		 r[0].cfg.poll ? "poll" : "event");
+	pt_subtitle(gb.subtitle, sizeof(gb.subtitle), what, r[0].rtt_ns);
+	memcpy(cpu.subtitle, gb.subtitle, sizeof(cpu.subtitle));
 	for (unsigned s = 0; s < 3; s++) {
 		snprintf(gb.group[s], sizeof(gb.group[s]), "%u B", sizes[s]);
 		memcpy(cpu.group[s], gb.group[s], sizeof(cpu.group[s]));
