@@ -25,7 +25,7 @@ void uvnetd_usage(FILE *f)
 	      "  -f, --forward MODE   switch (default: L2 learning switch), loopback (frames go\n"
 	      "                       back out of their port, MACs swapped), sink (count and\n"
 	      "                       drop), txonly (generate frames into every port)\n"
-	      "      --txonly-size N  frame size for txonly (default 64, 42..65535; above 1514:\n"
+	      "      --txonly-size N  frame size for txonly (default 64, 42..65535; above 1518:\n"
 	      "                       TCPv4 GSO frames, MSS 1448, segmented for guests without TSO)\n"
 	      "      --txonly-count N stop once N frames were delivered (default: no end)\n"
 	      "      --poll           busy-poll the queues (default: sleep on kicks)\n"

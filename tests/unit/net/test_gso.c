@@ -536,7 +536,7 @@ static unsigned capture_tx(struct uvn_port *p, unsigned q, struct uvn_pkt *const
 static void test_txonly_frames(void **state)
 {
 	static const struct uvn_port_ops ops = { .kind = "capture", .tx = capture_tx };
-	static const uint32_t sizes[] = { 64, 1514, 1515, 9000, 65535 };
+	static const uint32_t sizes[] = { 64, 1514, 1518, 1519, 9000, 65535 };
 	struct uvn_pkt_pool_cfg pc = { .count = 64, .buf_size = 2048 };
 	struct uvn_port port = { .ops = &ops, .mac = { 2, 0x75, 0x76, 0, 0, 1 } };
 	struct uvn_pkt_pool *pool;
@@ -544,7 +544,7 @@ static void test_txonly_frames(void **state)
 
 	(void)state;
 	assert_int_equal(uvn_pkt_pool_create(&pc, &pool), 0);
-	for (unsigned k = 0; k < 5; k++) {
+	for (unsigned k = 0; k < 6; k++) {
 		struct uvn_fwd_worker w = { .id = 0, .gen = pool };
 		struct uvn_fwd f;
 		struct uvn_pkt *p;
@@ -557,7 +557,7 @@ static void test_txonly_frames(void **state)
 		assert_int_equal(p->len, sizes[k]);
 		assert_int_equal(uvn_pkt_read(p, 0, flat, p->len), p->len);
 		assert_int_equal(tf_sum(flat + 14, 20), 0xffff); /* a valid IPv4 header */
-		if (sizes[k] <= 1514) {
+		if (sizes[k] <= 1518) {
 			assert_false(uvn_hdr_is_gso(&p->vnet));
 		} else {
 			struct tf_layout l = { .l3 = 14, .l4 = 34, .hdr_len = 54, .len = p->len };
