@@ -157,6 +157,31 @@ static void print_row(unsigned i, unsigned runs, struct pt_bars *plot)
 	printf(" | %s | %s\n", reg, limits_cell(i, runs));
 }
 
+/* Failed runs, and frames that were not plain frames on the way. */
+static void footnotes(const struct pt_opts *o, unsigned runs)
+{
+	for (unsigned i = 0; i < NROWS; i++)
+		for (unsigned p = 0; wanted(o, i) && p < NPAIRS; p++)
+			for (unsigned k = 0; k < runs; k++)
+				if (res[i][p][k].status != PT_OK)
+					printf("# %s %s %u B %s run %u: %s: %s\n", pt_test_name(rows[i].test),
+					       pt_dir_name(rows[i].dir), rows[i].size, pairs[p].name, k + 1,
+					       res[i][p][k].status == PT_NA ? "n/a" : "error",
+					       res[i][p][k].reason);
+	for (unsigned i = 0; i < NROWS; i++)
+		for (unsigned p = 0; wanted(o, i) && p < NPAIRS; p++)
+			if (res[i][p][0].status == PT_OK && strcmp(res[i][p][0].offload, "none"))
+				printf("# %s %s %u B %s: frames travelled as \"%s\"%s\n",
+				       pt_test_name(rows[i].test), pt_dir_name(rows[i].dir), rows[i].size,
+				       pairs[p].name, res[i][p][0].offload,
+				       strcmp(res[i][p][0].offload, "segmented")
+					       ? ""
+					       : " (uvnetd's txonly sends TSO frames above 1514 B and cuts them "
+						 "for a driver without GUEST_TSO4; Gb/s counts bytes)");
+	printf("# pps: 64 B frames prebuilt (uvnet) / testpmd txonly; stream: every frame built; "
+	       "testpmd has one mode for both\n");
+}
+
 static void print_table(const struct pt_opts *o, const struct pt_cfg *base, unsigned runs)
 {
 	struct pt_bars plot;
@@ -191,26 +216,7 @@ static void print_table(const struct pt_opts *o, const struct pt_cfg *base, unsi
 	for (unsigned i = 0; i < NROWS; i++)
 		if (wanted(o, i))
 			print_row(i, runs, &plot);
-	for (unsigned i = 0; i < NROWS; i++)
-		for (unsigned p = 0; wanted(o, i) && p < NPAIRS; p++)
-			for (unsigned k = 0; k < runs; k++)
-				if (res[i][p][k].status != PT_OK)
-					printf("# %s %s %u B %s run %u: %s: %s\n", pt_test_name(rows[i].test),
-					       pt_dir_name(rows[i].dir), rows[i].size, pairs[p].name, k + 1,
-					       res[i][p][k].status == PT_NA ? "n/a" : "error",
-					       res[i][p][k].reason);
-	for (unsigned i = 0; i < NROWS; i++)
-		for (unsigned p = 0; wanted(o, i) && p < NPAIRS; p++)
-			if (res[i][p][0].status == PT_OK && strcmp(res[i][p][0].offload, "none"))
-				printf("# %s %s %u B %s: frames travelled as \"%s\"%s\n",
-				       pt_test_name(rows[i].test), pt_dir_name(rows[i].dir), rows[i].size,
-				       pairs[p].name, res[i][p][0].offload,
-				       strcmp(res[i][p][0].offload, "segmented")
-					       ? ""
-					       : " (uvnetd's txonly sends TSO frames above 1514 B and cuts them "
-						 "for a driver without GUEST_TSO4; Gb/s counts bytes)");
-	printf("# pps: 64 B frames prebuilt (uvnet) / testpmd txonly; stream: every frame built; "
-	       "testpmd has one mode for both\n");
+	footnotes(o, runs);
 	if (o->plot_dir)
 		pt_plot_bars(o, &plot);
 }
