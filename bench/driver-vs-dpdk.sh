@@ -98,7 +98,7 @@ cpu_snap() {
 	for f in /proc/[0-9]*/stat; do
 		pid=${f#/proc/}
 		pid=${pid%/stat}
-		read -r st <"$f" 2>/dev/null || continue
+		{ read -r st <"$f"; } 2>/dev/null || continue
 		rest=${st##*) }
 		cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
 		ours=0

@@ -36,6 +36,7 @@ struct dev {
 	pthread_t th;
 	atomic_bool stop;
 	bool tx;                     /* the driver sends */
+	unsigned size;               /* frame bytes */
 	struct uvn_vu_backend *be;
 	struct uvn_netdev_q *q[2];   /* guest rx, guest tx */
 	uint64_t features;
@@ -81,8 +82,8 @@ static void dev_step(struct dev *d)
 		do {
 			n = uvn_pkt_alloc_bulk(d->small, pkts, 32);
 			for (unsigned i = 0; i < n; i++) {
-				memset(pkts[i]->buf, 0x11, 64);
-				uvn_pkt_set_buf(pkts[i], 64);
+				memset(pkts[i]->buf, 0x11, d->size);
+				uvn_pkt_set_buf(pkts[i], d->size);
 			}
 			n = uvn_netdev_rx(d->q[0], pkts, n);
 			uvn_pkt_free_bulk(pkts, 32);
@@ -128,6 +129,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "dir", required_argument, NULL, 'd' }, { "packets", required_argument, NULL, 'n' },
 		{ "opt", required_argument, NULL, 'o' }, { "segs", required_argument, NULL, 's' },
+		{ "size", required_argument, NULL, 'z' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct uvn_pkt_pool_cfg sc = { .count = 4096, .buf_size = 2048 };
@@ -135,14 +137,16 @@ int main(int argc, char **argv)
 	uint64_t want = 200000, done = 0, t0;
 	struct uvn_drv_cfg cfg;
 	struct uvn_drv *drv;
-	struct dev d = { .tx = true };
+	struct dev d = { .tx = true, .size = 64 };
 	unsigned segs = 1;
 	int o, r;
 
 	uvn_drv_cfg_init(&cfg);
 	cfg.poll = true;
-	while ((o = getopt_long(argc, argv, "d:n:o:s:", lo, NULL)) != -1) {
-		if (o == 'd')
+	while ((o = getopt_long(argc, argv, "d:n:o:s:z:", lo, NULL)) != -1) {
+		if (o == 'z')
+			d.size = (unsigned)atoi(optarg);
+		else if (o == 'd')
 			d.tx = !strcmp(optarg, "tx");
 		else if (o == 'n')
 			want = strtoull(optarg, NULL, 10);
@@ -151,7 +155,7 @@ int main(int argc, char **argv)
 		else if (o != 'o' || uvn_drv_cfg_parse(&cfg, optarg, NULL))
 			return 2;
 	}
-	if (!segs || segs > 4)
+	if (!segs || segs > 4 || d.size < 60 || d.size > 1984)
 		return 2;
 	snprintf(d.dir, sizeof(d.dir), "/tmp/uvn-drvself-XXXXXX");
 	if (!mkdtemp(d.dir))
@@ -172,13 +176,15 @@ int main(int argc, char **argv)
 		struct uvn_pkt *pkts[32];
 
 		if (d.tx) {
-			unsigned k = uvn_drv_tx_alloc(drv, 0, pkts, 32, 64);
+			unsigned k = uvn_drv_tx_alloc(drv, 0, pkts, 32, d.size);
 
 			for (unsigned i = 0; i < k && segs > 1; i++) {
 				uint8_t *f = pkts[i]->seg[0].iov_base;
+				unsigned per = d.size / segs;
 
 				for (unsigned s = 0; s < segs; s++)
-					pkts[i]->seg[s] = (struct iovec){ f + s * (64 / segs), 64 / segs };
+					pkts[i]->seg[s] = (struct iovec){ f + s * per,
+									  s + 1 == segs ? d.size - s * per : per };
 				pkts[i]->nseg = (uint16_t)segs;
 			}
 			r = uvn_tx_burst(drv, 0, pkts, k);
@@ -200,7 +206,11 @@ int main(int argc, char **argv)
 	       (double)(uvn_now_ns() - t0) / 1e9);
 	if (getenv("SELF_STATS")) {
 		struct uvn_drv_txq_stats ts;
+		struct uvn_drv_rxq_stats rs;
 
+		uvn_drv_rxq_stats(drv, 0, &rs);
+		printf("rx bufs_used %llu mrg_multi %llu buf_len %u\n", (unsigned long long)rs.bufs_used,
+		       (unsigned long long)rs.mrg_multi, uvn_drv_mrg_buf_len(drv, 0));
 		uvn_drv_txq_stats(drv, 0, &ts);
 		printf("bursts %llu full %llu reclaim_runs %llu reclaimed %llu dev_tx %llu nopkt %llu\n",
 		       (unsigned long long)ts.bursts, (unsigned long long)ts.full,

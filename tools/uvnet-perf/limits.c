@@ -85,6 +85,7 @@ static void *copy_thread(void *arg)
 		t = pt_now_ns();
 	} while (t - t0 < (uint64_t)(j->secs * 1e9));
 	j->gbps = (double)bytes * 8 / (double)(t - t0);
+	(void)sink;
 out:
 	free(src);
 	free(dst);

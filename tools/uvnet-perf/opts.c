@@ -299,7 +299,7 @@ static int parse_run(int opt, const char *v, struct pt_opts *o)
 	return r;
 }
 
-static int bad(char *err, size_t n, const char *fmt, ...)
+static int __attribute__((format(printf, 3, 4))) bad(char *err, size_t n, const char *fmt, ...)
 {
 	va_list ap;
 

@@ -7,7 +7,9 @@
  * Counters come from the NIC statistics block --stats-period 1 prints every
  * second; SIGINT makes it print its forward statistics and exit.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +113,32 @@ static void vdev(const struct pt_side *s, char *out, size_t n)
 		 c->rx_mode == UVN_RX_SMALL ? ",mrg_rxbuf=0" : "");
 }
 
+/* EAL run-time dirs of uvnet-perf runs that were killed (their PID is gone). */
+static void sweep_dead_prefixes(void)
+{
+	static bool done;
+	DIR *d;
+	struct dirent *e;
+
+	if (done)
+		return;
+	done = true;
+	d = opendir("/var/run/dpdk");
+	while (d && (e = readdir(d))) {
+		char path[300], out[64];
+		char *argv[] = { (char *)"rm", (char *)"-rf", path, NULL };
+		int pid;
+
+		if (sscanf(e->d_name, "uvp%dx", &pid) != 1 || pid <= 0 || kill(pid, 0) == 0 ||
+		    errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "/var/run/dpdk/%s", e->d_name);
+		pt_capture(argv, out, sizeof(out));
+	}
+	if (d)
+		closedir(d);
+}
+
 static int start(struct pt_side *s)
 {
 	const struct pt_cfg *c = s->c;
@@ -154,6 +182,7 @@ static int start(struct pt_side *s)
 	argv[n++] = q[0];
 	argv[n++] = q[1];
 	argv[n] = NULL;
+	sweep_dead_prefixes();
 	s->child.name = s->is_device ? "testpmd-vhost" : "testpmd-virtio-user";
 	s->child.on_line = on_line;
 	s->child.ctx = s;
