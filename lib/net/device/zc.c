@@ -77,6 +77,11 @@ bool uvn_zc_active(const struct uvn_netdev_q *q)
 	return q->zc && (q->zc->mode != UVN_ZC_OFF || q->zc->held || q->zc->head != q->zc->tail);
 }
 
+static uint16_t fifo_next(const struct uvn_netdev_zc *z, uint16_t i)
+{
+	return (uint16_t)(i + 1 == z->num ? 0 : i + 1);
+}
+
 /* Give back the chains at the head of the FIFO that are done. */
 static void release_in_order(struct uvn_netdev_zc *z)
 {
@@ -87,7 +92,7 @@ static void release_in_order(struct uvn_netdev_zc *z)
 			break;
 		uvn_vq_dev_push(z->q->vq, &s->ch, 0);
 		s->queued = false;
-		z->head = (uint16_t)((z->head + 1) % z->num);
+		z->head = fifo_next(z, z->head);
 		z->pushed++;
 	}
 }
@@ -99,7 +104,8 @@ int uvn_zc_finish(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch)
 
 	if (UVN_UNLIKELY(s->held || s->queued))
 		return -1;
-	if (!z->in_order) {
+	/* Nothing waits ahead of it: back now, in order either way. */
+	if (!z->in_order || z->head == z->tail) {
 		uvn_vq_dev_push(q->vq, ch, 0);
 		z->pushed++;
 		return 0;
@@ -108,7 +114,7 @@ int uvn_zc_finish(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch)
 	s->done = true;
 	s->queued = true;
 	z->fifo[z->tail] = ch->id;
-	z->tail = (uint16_t)((z->tail + 1) % z->num);
+	z->tail = fifo_next(z, z->tail);
 	release_in_order(z);
 	return 0;
 }
@@ -129,7 +135,7 @@ struct uvn_pkt_ubuf *uvn_zc_hold(struct uvn_netdev_q *q, const struct uvn_vq_cha
 	if (z->in_order) {
 		s->queued = true;
 		z->fifo[z->tail] = ch->id;
-		z->tail = (uint16_t)((z->tail + 1) % z->num);
+		z->tail = fifo_next(z, z->tail);
 	}
 	z->held++;
 	if (z->held > q->st.zc_held_peak)

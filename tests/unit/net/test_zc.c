@@ -160,6 +160,24 @@ static void test_in_order_returns_in_ring_order(void **state)
 	teardown_fx(f);
 }
 
+static void test_in_order_copied_alone_returns_at_once(void **state)
+{
+	struct fx *f = setup(BASE | F(VIRTIO_F_IN_ORDER), UVN_ZC_AUTO, 0);
+	struct uvn_pkt *p[2];
+	unsigned idx[NBUF];
+
+	(void)state;
+	send(f, 0, 100, false); /* small, nothing held: straight back */
+	send(f, 1, 100, false);
+	assert_int_equal(uvn_netdev_tx(&f->q, f->small, NULL, p, 2), 2);
+	assert_int_equal(back(f, idx), 2);
+	assert_int_equal(idx[0], 0);
+	assert_int_equal(idx[1], 1);
+	uvn_pkt_free(p[0]);
+	uvn_pkt_free(p[1]);
+	teardown_fx(f);
+}
+
 static void test_flooded_packet_completes_once(void **state)
 {
 	struct fx *f = setup(BASE, UVN_ZC_ON, 0);
@@ -278,6 +296,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_borrowed_and_returned_on_free_out_of_order),
 		cmocka_unit_test(test_in_order_returns_in_ring_order),
+		cmocka_unit_test(test_in_order_copied_alone_returns_at_once),
 		cmocka_unit_test(test_flooded_packet_completes_once),
 		cmocka_unit_test(test_bound_on_held_chains_copies),
 		cmocka_unit_test(test_mode_off_drains_held_chains),
