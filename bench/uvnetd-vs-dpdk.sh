@@ -10,10 +10,11 @@
 #
 # Usage: bench/uvnetd-vs-dpdk.sh [--runs N] [--seconds S] [--sizes "64 1518"]
 #            [--rings "split packed"] [--dirs "g2h h2g"] [--uvnetd PATH] [--json]
+#            [--zerocopy on|off|auto]   (uvnetd's guest-TX zero-copy; default auto)
 # Needs root (DPDK), installs dpdk-dev and its vhost/virtio PMDs when missing.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-RUNS=5 SECS=8 SIZES="64 1518" RINGS="split" DIRS="g2h h2g" JSON=0
+RUNS=5 SECS=8 SIZES="64 1518" RINGS="split" DIRS="g2h h2g" JSON=0 ZC=auto
 UVNETD=$HERE/../build-perf/tools/uvnetd/uvnetd
 while (($#)); do
 	case $1 in
@@ -24,7 +25,8 @@ while (($#)); do
 	--dirs) DIRS=$2; shift 2 ;;
 	--uvnetd) UVNETD=$2; shift 2 ;;
 	--json) JSON=1; shift ;;
-	-h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+	--zerocopy) ZC=$2; shift 2 ;;
+	-h | --help) sed -n '2,14p' "$0"; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -61,7 +63,7 @@ device_uvnetd() {
 	local dir=$1 size=$2 mode=sink
 	[[ $dir == h2g ]] && mode=txonly
 	rm -f "$SOCK"
-	"$UVNETD" --port "vhost-user:$SOCK" --forward $mode --txonly-size "$size" --poll --cpu 0 -q \
+	"$UVNETD" --port "vhost-user:$SOCK" --forward $mode --txonly-size "$size" --zerocopy "$ZC" --poll --cpu 0 -q \
 		>"$WORK/dev.log" 2>&1 &
 	PIDS+=($!)
 	for _ in $(seq 50); do [[ -S $SOCK ]] && break; sleep 0.1; done
@@ -114,7 +116,7 @@ PP
 	cc -O2 -pthread -o "$WORK/pp" "$f" && "$WORK/pp"
 }
 
-echo "# uvnetd vs DPDK net_vhost, DPDK virtio-user peer, $RUNS interleaved runs of ${SECS}s, $(date -u +%FT%TZ), $(nproc) CPUs"
+echo "# uvnetd vs DPDK net_vhost, DPDK virtio-user peer, $RUNS interleaved runs of ${SECS}s, uvnetd --zerocopy $ZC, $(date -u +%FT%TZ), $(nproc) CPUs"
 echo "# cache-line round trip CPU0<->CPU1 before: $(pingpong_regime) ns"
 printf '%-4s %5s %-6s | %-28s | %-28s | %s\n' dir size ring "uvnetd Mpps med (min-max)" "DPDK vhost Mpps med (min-max)" "ratio (Gb/s uvnetd / DPDK)"
 for ring in $RINGS; do

@@ -61,7 +61,8 @@ void pt_usage(FILE *f)
 	      "  -Q, --queues N       queue pairs (one driver thread serves them all)\n"
 	      "      --burst N        frames per burst (default 32)\n"
 	      "      --dirty          the sender writes every byte, the receiver reads every byte\n"
-	      "      --pair           two uvnet drivers through uvnetd's switch (A sends to B)\n\n"
+	      "      --pair           two uvnet drivers through uvnetd's switch (A sends to B)\n"
+	      "      --rate GBPS      stream: pace uvnet's sender to GBPS (compare CPU at equal throughput)\n\n"
 	      "Seed switches (uvnet's driver; uvnetd for zero-copy):\n"
 	      "      --deferred-alloc on|off          seed 000 (default on)\n"
 	      "      --merge-size header|mtu-only|adaptive   seed 003 (default header)\n"
@@ -123,6 +124,9 @@ const char *pt_cfg_check(const struct pt_cfg *c)
 		return "--rx-mode small receives frames up to 1518 B";
 	if (c->dev_cpu < 0 || c->drv_cpu < 0)
 		return "CPUs must be >= 0";
+	if (c->rate_gbps > 0 && (c->test != PT_STREAM || c->driver != PT_DRV_UVNET ||
+				 (c->dir != PT_TX && !c->pair)))
+		return "--rate paces uvnet's sender: stream -d tx or --pair, --driver uvnet";
 	return NULL;
 }
 
@@ -187,7 +191,7 @@ static int desc_cache(const char *v, struct pt_cfg *c)
 enum {
 	O_SEGS = 256, O_BURST, O_DIRTY, O_PAIR, O_DEFERRED, O_MERGE, O_DESC, O_ZC, O_DRIVER,
 	O_DEVICE, O_CONNECT_PID, O_DEV_CPU, O_DRV_CPU, O_UVNETD, O_TESTPMD, O_NO_INSTALL,
-	O_SUITE, O_COMPARE, O_RUNS, O_PLOT,
+	O_SUITE, O_COMPARE, O_RUNS, O_PLOT, O_RATE,
 };
 
 static const struct option longopts[] = {
@@ -204,6 +208,7 @@ static const struct option longopts[] = {
 	{ "burst", required_argument, NULL, O_BURST },
 	{ "dirty", no_argument, NULL, O_DIRTY },
 	{ "pair", no_argument, NULL, O_PAIR },
+	{ "rate", required_argument, NULL, O_RATE },
 	{ "deferred-alloc", required_argument, NULL, O_DEFERRED },
 	{ "merge-size", required_argument, NULL, O_MERGE },
 	{ "desc-cache", required_argument, NULL, O_DESC },
@@ -252,6 +257,7 @@ static int parse_cfg(int opt, const char *v, struct pt_opts *o)
 	case O_BURST: r = uint_arg(v, 1, 256, &c->burst); break;
 	case O_DIRTY: c->dirty = true; break;
 	case O_PAIR: c->pair = true; break;
+	case O_RATE: r = num(v, 0.001, 10000, &c->rate_gbps); break;
 	case O_DEFERRED: r = onoff(v, &c->deferred_alloc); break;
 	case O_MERGE: r = PICK(v, merge_names, &u); c->merge = u; break;
 	case O_DESC: r = desc_cache(v, c); break;

@@ -53,6 +53,7 @@ struct pt_cfg {
 	unsigned desc_cache_thr;
 	enum pt_zc zerocopy;        /* seeds 001/004, uvnetd's switch */
 	bool dirty;                 /* sender writes, receiver reads every byte */
+	double rate_gbps;           /* stream: uvnet's sender paced to this rate (0: as fast as it can) */
 	enum pt_drv driver;
 	enum pt_dev device;
 	const char *connect;        /* external backend's socket */

@@ -72,6 +72,7 @@ struct wk {
 	uint64_t trans, timeouts, calls;
 	uint64_t sink;                  /* what --dirty reads, kept so it is not optimized away */
 	unsigned iter;
+	uint64_t pace_t0, pace_sent;    /* --rate: start of pacing, frames sent since */
 };
 
 /* Answer a snapshot request if there is one. @return true once told to stop */

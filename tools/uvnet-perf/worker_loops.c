@@ -7,8 +7,10 @@
  * drain so the totals on both sides can be compared exactly.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 
 #include "frames.h"
 #include "proc.h"
@@ -19,6 +21,7 @@
 #define DRAIN_IDLE_NS 300000000ull   /* receive until nothing came for this long */
 #define DRAIN_MAX_NS 3000000000ull
 #define RR_TIMEOUT_NS 1000000000ull
+#define PACE_BUCKET_BURSTS 4u        /* --rate: credit kept after a stall, in bursts */
 
 /* Give back what the backend used until nothing is in flight (or time runs out). */
 static int drain_tx(struct wk *w, struct uvn_drv *d)
@@ -47,16 +50,51 @@ static int drain_tx(struct wk *w, struct uvn_drv *d)
 	return 0;
 }
 
+/*
+ * --rate: how many frames the sender may put out now, released a burst at
+ * a time from a token bucket of a few bursts (a stall is not made up by a
+ * flood). UINT_MAX: not paced.
+ */
+static unsigned pace_credit(struct wk *w)
+{
+	const struct pt_cfg *c = w->c;
+	uint64_t now, due, bucket = (uint64_t)c->burst * PACE_BUCKET_BURSTS;
+
+	if (!(c->rate_gbps > 0))
+		return UINT_MAX;
+	now = pt_now_ns();
+	if (!w->pace_t0)
+		w->pace_t0 = now;
+	/* Gb/s is bits per ns; a frame is c->size bytes. */
+	due = (uint64_t)((double)(now - w->pace_t0) * c->rate_gbps / 8.0 / c->size);
+	if (due > w->pace_sent + bucket)
+		w->pace_sent = due - bucket;
+	/* Whole bursts, as a sender with a full socket buffer would send. */
+	return due >= w->pace_sent + c->burst ? (unsigned)(due - w->pace_sent) : 0;
+}
+
+/* Paced and ahead of time: sleep until the next burst is due (at most 1 ms). */
+static void pace_wait(struct wk *w)
+{
+	double ns = (double)w->c->burst * w->c->size * 8.0 / w->c->rate_gbps;
+	struct timespec ts = { 0, (long)(ns < 1e6 ? ns : 1e6) };
+
+	if (!w->c->poll)
+		nanosleep(&ts, NULL);
+}
+
 /* One burst on each queue. @return frames sent, or an error; *full: a ring filled up. */
 static int send_round(struct wk *w, struct uvn_drv *d, struct wk_frames *f, int *full)
 {
 	const struct pt_cfg *c = w->c;
 	struct uvn_pkt *pkts[256];
+	unsigned credit = pace_credit(w);
 	int total = 0;
 
 	*full = -1;
-	for (unsigned q = 0; q < uvn_drv_queue_pairs(d); q++) {
-		unsigned k = wkf_get(f, q, pkts, c->burst, c->test == PT_STREAM, c->dirty,
+	for (unsigned q = 0; q < uvn_drv_queue_pairs(d) && credit; q++) {
+		unsigned want = c->burst < credit ? c->burst : credit;
+		unsigned k = wkf_get(f, q, pkts, want, c->test == PT_STREAM, c->dirty,
 				     (uint8_t)w->iter);
 		int n;
 
@@ -79,7 +117,9 @@ static int send_round(struct wk *w, struct uvn_drv *d, struct wk_frames *f, int 
 			*full = (int)q;
 		}
 		total += n;
+		credit -= (unsigned)n;
 	}
+	w->pace_sent += (uint64_t)total;
 	return total;
 }
 
@@ -121,6 +161,10 @@ int wk_loop_tx(struct wk *w)
 		n = send_round(w, w->a, w->fa, &full);
 		if (n < 0)
 			return n;
+		if (!n && full < 0 && w->c->rate_gbps > 0) {
+			pace_wait(w);
+			continue;
+		}
 		if (full >= 0 && !w->c->poll) {
 			n = uvn_tx_wait(w->a, (unsigned)full, WAIT_MS);
 			if (n < 0)
@@ -191,9 +235,10 @@ int wk_loop_pair(struct wk *w)
 		got = recv_round(w, w->b);
 		if (got < 0)
 			return got;
-		/* B's frames arrive as the switch takes A's: one fd to sleep on. */
-		if (!got && full >= 0 && !w->c->poll) {
-			got = wk_sleep_rx(w, w->b, NULL, WAIT_MS);
+		/* B's frames arrive as the switch takes A's: one fd to sleep on
+		 * (paced and ahead of time: until the next frame is due). */
+		if (!got && !w->c->poll && (full >= 0 || (!sent && w->c->rate_gbps > 0))) {
+			got = wk_sleep_rx(w, w->b, NULL, full >= 0 ? WAIT_MS : 1);
 			if (got < 0)
 				return got;
 		}

@@ -117,6 +117,9 @@ static void names_sizes_and_sides(void **state)
 	assert_true(o.cfg.pair);
 	assert_int_equal(o.cfg.segs, 2);
 	assert_int_equal(o.cfg.burst, 64);
+	assert_int_equal(parse("stream --pair --rate 9.5", &o, err), 0);
+	assert_true(o.cfg.rate_gbps > 9.49 && o.cfg.rate_gbps < 9.51);
+	assert_int_equal(parse("stream -d tx --rate 2", &o, err), 0);
 }
 
 static void suites(void **state)
@@ -155,6 +158,8 @@ static void errors_say_what(void **state)
 		"--compare ovs",        "--suite all",        "--runs 0",
 		"stream extra",         "netperf",            "--burst 0",
 		"--no-such-option",     "rr -d rx -m small -s 4096",
+		"stream --rate 0",      "stream -d rx --rate 5", "pps --rate 5",
+		"stream --driver dpdk --rate 5", "stream --rate fast",
 	};
 	struct pt_opts o;
 	char err[256];

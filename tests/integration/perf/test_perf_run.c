@@ -136,6 +136,23 @@ static void pair_stream(void **s) { (void)s; one("stream --pair -s 4096 -M event
 static void pair_rr(void **s) { (void)s; one("rr --pair -M event"); }
 static void queues(void **s) { (void)s; one("stream -Q 2 -s 256"); }
 
+/* --rate is a ceiling: the receiver never sees more than the sender was let send. */
+static void paced(const struct js *o)
+{
+	sane(o);
+	assert_true(num(o, "gbps") <= 0.5 * 1.1);
+}
+
+static void pair_paced(void **s)
+{
+	char out[8192], cmd[512];
+
+	(void)s;
+	snprintf(cmd, sizeof(cmd), "stream --pair -s 4096 -M event --rate 0.5 %s", SHORT);
+	assert_int_equal(run(cmd, out, sizeof(out)), 0);
+	assert_int_equal(each_object(out, false, paced), 1);
+}
+
 static void na_is_an_object(const struct js *o)
 {
 	assert_string_equal(js_get(o, "status")->str, "n/a");
@@ -268,7 +285,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(pps_rx_segs),     cmocka_unit_test(pps_segs),
 		cmocka_unit_test(rr_poll),         cmocka_unit_test(rr_event),
 		cmocka_unit_test(pair_stream),     cmocka_unit_test(pair_rr),
-		cmocka_unit_test(queues),          cmocka_unit_test(not_available_and_errors),
+		cmocka_unit_test(queues),          cmocka_unit_test(pair_paced),
+		cmocka_unit_test(not_available_and_errors),
 		cmocka_unit_test(default_suite_short), cmocka_unit_test(seeds_suite_objects),
 		cmocka_unit_test(interrupt_cleans_up),
 	};
