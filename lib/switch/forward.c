@@ -228,6 +228,14 @@ static void write_gso(struct uvn_pkt *p, const uint8_t *src_mac, uint32_t size)
 	p->len = size;
 }
 
+/* Were the cached headers built for this port, its MAC (a guest may change
+ * it) and this size? Each frame then copies them instead of building them
+ * and summing the IPv4 header again (testpmd's txonly does the same). */
+static bool tpl_fresh(const struct uvn_fwd_tpl *t, const struct uvn_port *p, uint32_t size)
+{
+	return t->port == p && t->size == size && !memcmp(t->mac, p->mac, sizeof(t->mac));
+}
+
 /* Take up to @want frames from the txonly budget. */
 static unsigned budget(struct uvn_fwd *f, unsigned want)
 {
@@ -254,12 +262,18 @@ unsigned uvn_fwd_generate(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uv
 			atomic_fetch_add_explicit(&f->gen_left, n, memory_order_relaxed);
 		return 0;
 	}
+	if (f->txonly_size <= GEN_MTU_FRAME && !tpl_fresh(&w->tpl, p, f->txonly_size)) {
+		w->tpl.port = p;
+		w->tpl.size = f->txonly_size;
+		memcpy(w->tpl.mac, p->mac, sizeof(w->tpl.mac));
+		write_template(w->tpl.hdr, p->mac, f->txonly_size);
+	}
 	for (unsigned i = 0; i < n; i++) {
 		if (f->txonly_size > GEN_MTU_FRAME) {
 			write_gso(pkts[i], p->mac, f->txonly_size);
 			continue;
 		}
-		write_template(pkts[i]->buf, p->mac, f->txonly_size);
+		memcpy(pkts[i]->buf, w->tpl.hdr, sizeof(w->tpl.hdr));
 		uvn_pkt_set_buf(pkts[i], f->txonly_size);
 	}
 	sent = p->ops->tx(p, w->id, pkts, n);

@@ -54,6 +54,12 @@ struct uvn_fwd_worker {
 		struct uvn_pkt *pkts[UVN_FWD_BURST];
 		unsigned n;
 	} out[UVN_FWD_MAX_PORTS];
+	struct uvn_fwd_tpl {        /* txonly: the headers last built, and for what */
+		const struct uvn_port *port;
+		uint8_t mac[6];
+		uint32_t size;
+		uint8_t hdr[42];        /* Ethernet + IPv4 + UDP */
+	} tpl;
 	struct uvn_fwd_stats st;
 };
 
