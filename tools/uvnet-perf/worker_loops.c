@@ -236,7 +236,7 @@ int wk_loop_pair(struct wk *w)
 		if (got < 0)
 			return got;
 		/* B's frames arrive as the switch takes A's: one fd to sleep on
-		 * (paced and ahead of time: until the next frame is due). */
+		 * (paced and ahead of time: until B gets frames, at most 1 ms). */
 		if (!got && !w->c->poll && (full >= 0 || (!sent && w->c->rate_gbps > 0))) {
 			got = wk_sleep_rx(w, w->b, NULL, full >= 0 ? WAIT_MS : 1);
 			if (got < 0)
