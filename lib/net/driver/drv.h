@@ -230,12 +230,33 @@ int drv_ring_error(struct uvn_drv *d, struct drv_ring *r, int vq_err);
 /* Bytes of rx buffer memory one queue gets (open.c). */
 size_t drv_rx_buf_bytes(const struct uvn_drv *d);
 
-/* rx.c */
+/* rx.c: set-up and receive */
 int drv_rxq_init(struct uvn_drv *d, struct drv_rxq *rq);
-void drv_rxq_fill(struct drv_rxq *rq);
-void drv_rxq_drain(struct drv_rxq *rq);   /* return every posted buffer (ring stopped) */
 void drv_rxq_fini(struct drv_rxq *rq);
+
+/* rx_post.c: buffer sizes, posting, giving buffers back */
+void drv_rxq_fill(struct drv_rxq *rq);    /* post buffers while the ring has room */
+void drv_rxq_drain(struct drv_rxq *rq);   /* return every posted buffer (ring stopped) */
 unsigned drv_mrg_buf_len(const struct drv_rxq *rq);
+void drv_rx_release_rec(struct drv_rxq *rq, struct drv_big_rec *rec, unsigned from);
+void drv_rx_release_token(struct drv_rxq *rq, void *tok); /* a posted buffer carrying no frame */
+
+/* Frame room of a small buffer: MTU frame + VLAN tag, at least a good packet. */
+static inline unsigned drv_small_frame(const struct uvn_drv *d)
+{
+	unsigned f = d->cfg.mtu + UVN_ETH_HLEN + 4;
+
+	return f < DRV_GOOD_PACKET_LEN ? DRV_GOOD_PACKET_LEN : f;
+}
+
+/* A buffer or page back for reuse (the recycle stack, or its fragment pool). */
+static inline void drv_rx_recycle(struct drv_rxq *rq, void *buf)
+{
+	if (UVN_LIKELY(rq->nrecycle < rq->recycle_cap))
+		rq->recycle[rq->nrecycle++] = buf;
+	else
+		uvn_frag_put(rq->frags, buf);
+}
 
 /* tx.c */
 int drv_txq_init(struct uvn_drv *d, struct drv_txq *tq);
