@@ -22,7 +22,7 @@
 
 struct opts {
 	const char *sock;
-	bool server, tx, json, fill, dirty;
+	bool server, tx, json, fill, dirty, stats;
 	unsigned size, segs, burst, pairs;
 	double duration, warmup;
 	int cpu;
@@ -59,13 +59,14 @@ static void usage(FILE *f)
 	      "  -b, --burst N          burst size (default 32)\n"
 	      "      --no-fill          tx: do not write the frame headers per packet\n"
 	      "      --dirty            tx: write every byte; rx: read every byte\n"
+	      "      --stats            print the queue's driver counters at the end\n"
 	      "  -j, --json             one JSON object\n",
 	      f);
 }
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-	enum { O_SERVER = 256, O_SEGS, O_NOFILL, O_DIRTY };
+	enum { O_SERVER = 256, O_SEGS, O_NOFILL, O_DIRTY, O_STATS };
 	static const struct option lo[] = {
 		{ "connect", required_argument, NULL, 'c' }, { "server", no_argument, NULL, O_SERVER },
 		{ "dir", required_argument, NULL, 'd' },     { "size", required_argument, NULL, 's' },
@@ -75,6 +76,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "cpu", required_argument, NULL, 'C' },     { "burst", required_argument, NULL, 'b' },
 		{ "no-fill", no_argument, NULL, O_NOFILL },  { "dirty", no_argument, NULL, O_DIRTY },
 		{ "json", no_argument, NULL, 'j' },          { "help", no_argument, NULL, 'h' },
+		{ "stats", no_argument, NULL, O_STATS },
 		{ NULL, 0, NULL, 0 },
 	};
 	static char ring[32], mode[32];
@@ -121,6 +123,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'b': o->burst = (unsigned)atoi(optarg); break;
 		case O_NOFILL: o->fill = false; break;
 		case O_DIRTY: o->dirty = true; break;
+		case O_STATS: o->stats = true; break;
 		case 'j': o->json = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
@@ -238,6 +241,22 @@ static int run(struct uvn_drv *d, const struct opts *o, double secs, struct resu
 	return 0;
 }
 
+/* Every counter of queue 0's direction under test, one "name value" per line (stderr). */
+static void print_stats(const struct uvn_drv *d, bool tx)
+{
+	const struct uvn_stat_desc *desc = tx ? uvn_drv_txq_stats_desc : uvn_drv_rxq_stats_desc;
+	union {
+		struct uvn_drv_txq_stats tx;
+		struct uvn_drv_rxq_stats rx;
+	} st;
+
+	if (tx ? uvn_drv_txq_stats(d, 0, &st.tx) : uvn_drv_rxq_stats(d, 0, &st.rx))
+		return;
+	for (; desc->name; desc++)
+		fprintf(stderr, "%s %llu\n", desc->name,
+			(unsigned long long)*(const uint64_t *)((const char *)&st + desc->offset));
+}
+
 static const char *const mode_names[] = { "auto", "small", "big", "mergeable" };
 static const char *const sizing_names[] = { "hdr_mtu", "ewma", "mtu_only" };
 
@@ -293,6 +312,8 @@ int main(int argc, char **argv)
 		       o.cfg.ring == UVN_RING_PACKED ? "packed" : "split",
 		       mode_names[uvn_drv_rx_mode(d)], pps / 1e6, gbps, cpu);
 	}
+	if (o.stats)
+		print_stats(d, o.tx);
 	uvn_drv_close(d);
 	return 0;
 }
