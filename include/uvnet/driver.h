@@ -349,7 +349,8 @@ struct uvn_drv_rxq_stats {
 	uint64_t refill_fail;    /**< refills cut short: no buffer memory or packet object */
 	uint64_t mrg_multi;      /**< mergeable frames that took more than one buffer */
 	uint64_t copies;         /**< frames copied out (small mode, overflow of many buffers) */
-	uint64_t kicks;          /**< kicks the backend asked for (sent unless polling) */
+	uint64_t kicks;          /**< kicks the backend asked for and we sent (0 when polling:
+				      the backend's request is not read) */
 	uint64_t kicks_suppressed; /**< kicks its event suppression spared */
 	uint64_t waits;          /**< uvn_rx_wait() calls that slept */
 	uint64_t interrupts;     /**< wake-ups by the call eventfd */

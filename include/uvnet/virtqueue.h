@@ -178,6 +178,15 @@ int uvn_vq_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout
 bool uvn_vq_drv_kick_prepare(struct uvn_vq_drv *vq);
 
 /**
+ * Publish every chain added since the last call, like
+ * uvn_vq_drv_kick_prepare(), without reading the device's notification
+ * request: no full fence, no read of a line the device writes. For a device
+ * that polls and is never kicked; a queue uses one of the two, not both
+ * (chains published here are not counted for the next kick decision).
+ */
+void uvn_vq_drv_publish(struct uvn_vq_drv *vq);
+
+/**
  * Reclaim up to @p max used buffers.
  * @return how many were stored in @p out, or the broken queue's error (when
  *         a bad used entry follows good ones, the good ones are returned

@@ -132,6 +132,18 @@ static bool packed_need_event(uint16_t off_wrap, uint16_t new_pos, uint16_t adde
 	return uvn_need_event(event, new_pos, (uint16_t)(new_pos - added));
 }
 
+void uvn_packed_drv_publish(struct uvn_vq_drv *vq)
+{
+	if (!vq->pk.npend)
+		return;
+	/* Bodies of every pending chain before any of their heads. */
+	uvn_fence_release();
+	for (unsigned i = 0; i < vq->pk.npend; i++)
+		uvn_store_release16(&vq->pk.desc[vq->pk.pend_pos[i]].flags, vq->pk.pend_flags[i]);
+	vq->pk.npend = 0;
+	vq->added = 0;
+}
+
 bool uvn_packed_drv_kick_prepare(struct uvn_vq_drv *vq)
 {
 	uint16_t flags, added = vq->added;
@@ -139,12 +151,7 @@ bool uvn_packed_drv_kick_prepare(struct uvn_vq_drv *vq)
 
 	if (!vq->pk.npend)
 		return false;
-	/* Bodies of every pending chain before any of their heads. */
-	uvn_fence_release();
-	for (unsigned i = 0; i < vq->pk.npend; i++)
-		uvn_store_release16(&vq->pk.desc[vq->pk.pend_pos[i]].flags, vq->pk.pend_flags[i]);
-	vq->pk.npend = 0;
-	vq->added = 0;
+	uvn_packed_drv_publish(vq);
 	/* Heads visible before we read the device's event suppression. */
 	uvn_fence_full();
 	/* Acquire: the device writes off_wrap before the flags that select it. */

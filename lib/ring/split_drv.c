@@ -125,6 +125,14 @@ int uvn_split_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned n
 	return 0;
 }
 
+void uvn_split_drv_publish(struct uvn_vq_drv *vq)
+{
+	if (!vq->added)
+		return;
+	vq->added = 0;
+	uvn_store_release16(&vq->split.avail->idx, vq->split.avail_idx);
+}
+
 bool uvn_split_drv_kick_prepare(struct uvn_vq_drv *vq)
 {
 	uint16_t new_idx = vq->split.avail_idx, old = (uint16_t)(new_idx - vq->added);

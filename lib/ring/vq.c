@@ -218,6 +218,16 @@ bool uvn_vq_drv_kick_prepare(struct uvn_vq_drv *vq)
 	return vq->packed ? uvn_packed_drv_kick_prepare(vq) : uvn_split_drv_kick_prepare(vq);
 }
 
+void uvn_vq_drv_publish(struct uvn_vq_drv *vq)
+{
+	if (UVN_UNLIKELY(vq->err))
+		return;
+	if (vq->packed)
+		uvn_packed_drv_publish(vq);
+	else
+		uvn_split_drv_publish(vq);
+}
+
 int uvn_vq_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned max)
 {
 	if (UVN_UNLIKELY(vq->err))

@@ -176,6 +176,7 @@ int uvn_split_drv_init(struct uvn_vq_drv *vq, void *ring);
 int uvn_split_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout, unsigned nin,
 		      void *token, bool indirect);
 bool uvn_split_drv_kick_prepare(struct uvn_vq_drv *vq);
+void uvn_split_drv_publish(struct uvn_vq_drv *vq);
 int uvn_split_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned max);
 bool uvn_split_drv_has_used(struct uvn_vq_drv *vq);
 void uvn_split_drv_disable_cb(struct uvn_vq_drv *vq);
@@ -186,6 +187,7 @@ int uvn_packed_drv_init(struct uvn_vq_drv *vq, void *ring);
 int uvn_packed_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout, unsigned nin,
 		       void *token, bool indirect);
 bool uvn_packed_drv_kick_prepare(struct uvn_vq_drv *vq);
+void uvn_packed_drv_publish(struct uvn_vq_drv *vq);
 int uvn_packed_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned max);
 bool uvn_packed_drv_has_used(struct uvn_vq_drv *vq);
 void uvn_packed_drv_disable_cb(struct uvn_vq_drv *vq);

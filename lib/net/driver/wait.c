@@ -22,6 +22,12 @@
 
 void drv_kick(struct drv_ring *r, uint64_t *kicks, uint64_t *suppressed)
 {
+	if (r->kick_fd < 0) {
+		/* Polling: the backend was given no kick fd, so its request is
+		 * not read (a full fence and a miss on its line per burst). */
+		uvn_vq_drv_publish(r->vq);
+		return;
+	}
 	if (!uvn_vq_drv_kick_prepare(r->vq)) {
 		(*suppressed)++;
 		return;
