@@ -170,6 +170,13 @@ int uvn_vq_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout
 		   void *token, unsigned flags);
 
 /**
+ * uvn_vq_drv_add() of one segment: device-readable, or writable if
+ * @p writable. Same results, without the per-segment loops.
+ */
+int uvn_vq_drv_add_one(struct uvn_vq_drv *vq, uint64_t addr, uint32_t len, bool writable,
+		       void *token);
+
+/**
  * Publish every chain added since the last call (one release store of the
  * avail index, or of the packed head flags) and decide whether the device
  * must be notified (EVENT_IDX through avail_event, or the NO_NOTIFY flag).
@@ -193,6 +200,15 @@ void uvn_vq_drv_publish(struct uvn_vq_drv *vq);
  *         first and the next call reports the error)
  */
 int uvn_vq_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned max);
+
+/**
+ * Reclaim up to @p max used buffers when their used lengths do not matter
+ * (transmit): their tokens go to @p tokens. Under IN_ORDER on a split ring
+ * the used index alone counts the oldest chains done and the entries are
+ * not read; otherwise as uvn_vq_drv_get_used() (at most 32 per call).
+ * @return how many, or the broken queue's error
+ */
+int uvn_vq_drv_reclaim(struct uvn_vq_drv *vq, void **tokens, unsigned max);
 
 /** @return true if the device has returned buffers not yet reclaimed. */
 bool uvn_vq_drv_has_used(struct uvn_vq_drv *vq);

@@ -133,6 +133,30 @@ void uvn_split_drv_publish(struct uvn_vq_drv *vq)
 	uvn_store_release16(&vq->split.avail->idx, vq->split.avail_idx);
 }
 
+/* One buffer, one descriptor: uvn_split_drv_add() without the loops. */
+int uvn_split_drv_add_one(struct uvn_vq_drv *vq, uint64_t addr, uint32_t len, bool writable,
+			  void *token)
+{
+	uint16_t head = vq->free_head;
+
+	if (UVN_UNLIKELY(!vq->num_free))
+		return -UVN_VQ_E_NOSPC;
+	write_desc(&vq->split.desc[head], addr, len, writable ? VRING_DESC_F_WRITE : 0, 0);
+	vq->free_head = chain_next(vq, head);
+	vq->num_free--;
+	vq->state[head] = (struct uvn_drv_state){
+		.token = token, .in_len = writable ? len : 0, .ndesc = 1, .last = head,
+	};
+	publish_head(vq, head);
+	vq->split.avail_idx++;
+	vq->added++;
+	vq->in_flight++;
+	if (vq->in_order)
+		uvn_drv_order_push(vq, head);
+	vq->st.bufs++;
+	return 0;
+}
+
 bool uvn_split_drv_kick_prepare(struct uvn_vq_drv *vq)
 {
 	uint16_t new_idx = vq->split.avail_idx, old = (uint16_t)(new_idx - vq->added);
@@ -271,6 +295,56 @@ int uvn_split_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsig
 		n++;
 	}
 	return (int)n;
+}
+
+/*
+ * IN_ORDER, chains without writable descriptors: the used index alone says
+ * how many of the oldest chains are done, so the entries (one per chain, or
+ * one per batch) are not read. Stops before a chain with writable
+ * descriptors, whose used length matters.
+ */
+static unsigned reclaim_in_order(struct uvn_vq_drv *vq, void **tokens, unsigned max)
+{
+	unsigned n = 0, ndesc = 0;
+
+	if ((uint16_t)(vq->split.shadow_used - vq->split.last_used) < max)
+		max = (uint16_t)(vq->split.shadow_used - vq->split.last_used);
+	for (; n < max; n++) {
+		struct uvn_drv_state *s = &vq->state[uvn_drv_order_peek(vq)];
+
+		if (s->in_len)
+			break;
+		uvn_drv_release_indirect(vq, s);
+		tokens[n] = s->token;
+		s->token = NULL;
+		ndesc += s->ndesc;
+		uvn_drv_order_pop(vq);
+	}
+	vq->num_free = (uint16_t)(vq->num_free + ndesc);
+	vq->in_flight = (uint16_t)(vq->in_flight - n);
+	vq->split.last_used = (uint16_t)(vq->split.last_used + n);
+	vq->st.used += n;
+	return n;
+}
+
+int uvn_split_drv_reclaim(struct uvn_vq_drv *vq, void **tokens, unsigned max)
+{
+	struct uvn_vq_done done[32];
+	int n;
+
+	/* A batch entry already read is finished by get_in_order(). */
+	if (vq->in_order && !vq->in_batch) {
+		n = used_pending(vq);
+		if (n <= 0)
+			return n;
+		n = (int)reclaim_in_order(vq, tokens, max);
+		if (n)
+			return n;
+	}
+	n = uvn_split_drv_get_used(vq, done, max < 32 ? max : 32);
+	for (int i = 0; i < n; i++)
+		tokens[i] = done[i].token;
+	return n;
 }
 
 bool uvn_split_drv_has_used(struct uvn_vq_drv *vq)

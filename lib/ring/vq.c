@@ -211,6 +211,21 @@ int uvn_vq_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout
 			  : uvn_split_drv_add(vq, sg, nout, nin, token, indirect);
 }
 
+int uvn_vq_drv_add_one(struct uvn_vq_drv *vq, uint64_t addr, uint32_t len, bool writable,
+		       void *token)
+{
+	if (UVN_UNLIKELY(vq->err))
+		return vq->err;
+	if (UVN_UNLIKELY(!token || !len))
+		return -UVN_VQ_E_INVAL;
+	if (vq->packed) {
+		struct uvn_sg sg = { addr, len };
+
+		return uvn_packed_drv_add(vq, &sg, writable ? 0 : 1, writable ? 1 : 0, token, false);
+	}
+	return uvn_split_drv_add_one(vq, addr, len, writable, token);
+}
+
 bool uvn_vq_drv_kick_prepare(struct uvn_vq_drv *vq)
 {
 	if (UVN_UNLIKELY(vq->err))
@@ -234,6 +249,21 @@ int uvn_vq_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned
 		return vq->err;
 	return vq->packed ? uvn_packed_drv_get_used(vq, out, max)
 			  : uvn_split_drv_get_used(vq, out, max);
+}
+
+int uvn_vq_drv_reclaim(struct uvn_vq_drv *vq, void **tokens, unsigned max)
+{
+	struct uvn_vq_done done[32];
+	int n;
+
+	if (UVN_UNLIKELY(vq->err))
+		return vq->err;
+	if (!vq->packed)
+		return uvn_split_drv_reclaim(vq, tokens, max);
+	n = uvn_packed_drv_get_used(vq, done, max < 32 ? max : 32);
+	for (int i = 0; i < n; i++)
+		tokens[i] = done[i].token;
+	return n;
 }
 
 bool uvn_vq_drv_has_used(struct uvn_vq_drv *vq)

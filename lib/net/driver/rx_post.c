@@ -101,7 +101,7 @@ static int post_small(struct drv_rxq *rq, bool deferred)
 		if (!buf)
 			return -ENOMEM;
 		sg = (struct uvn_sg){ drv_addr(buf), (uint32_t)size };
-		ret = uvn_vq_drv_add(rq->r.vq, &sg, 0, 1, buf, 0);
+		ret = uvn_vq_drv_add_one(rq->r.vq, sg.addr, sg.len, true, buf);
 		if (ret)
 			drv_rx_recycle(rq, buf);
 		return ret;
@@ -112,7 +112,7 @@ static int post_small(struct drv_rxq *rq, bool deferred)
 	/* The header lands in the headroom, the frame where tx expects it. */
 	sg = (struct uvn_sg){ drv_addr((char *)p->buf + UVN_DRV_HEADROOM - d->hdr_len),
 			      (uint32_t)size };
-	ret = uvn_vq_drv_add(rq->r.vq, &sg, 0, 1, tok_make(p, TOK_PKT), 0);
+	ret = uvn_vq_drv_add_one(rq->r.vq, sg.addr, sg.len, true, tok_make(p, TOK_PKT));
 	if (ret)
 		uvn_pkt_free(p);
 	return ret;
@@ -220,12 +220,12 @@ static int post_mrg(struct drv_rxq *rq, bool deferred, unsigned len)
 		p->buf = buf;
 		p->seg[0] = (struct iovec){ buf, len };
 		p->nseg = 1;
-		ret = uvn_vq_drv_add(rq->r.vq, &sg, 0, 1, tok_make(p, TOK_PKT), 0);
+		ret = uvn_vq_drv_add_one(rq->r.vq, sg.addr, sg.len, true, tok_make(p, TOK_PKT));
 		if (ret)
 			uvn_pkt_free(p); /* puts the fragment too */
 		return ret;
 	}
-	ret = uvn_vq_drv_add(rq->r.vq, &sg, 0, 1, buf, 0);
+	ret = uvn_vq_drv_add_one(rq->r.vq, sg.addr, sg.len, true, buf);
 	if (ret)
 		uvn_frag_put(rq->frags, buf);
 	return ret;

@@ -95,15 +95,15 @@ void drv_txq_drain(struct drv_txq *tq)
 /* free_old_xmit: everything the backend has finished with, in batches. */
 static int reclaim(struct drv_txq *tq)
 {
-	struct uvn_vq_done done[DRV_BURST];
+	void *toks[DRV_BURST];
 	int total = 0, n;
 
 	do {
-		n = uvn_vq_drv_get_used(tq->r.vq, done, DRV_BURST);
+		n = uvn_vq_drv_reclaim(tq->r.vq, toks, DRV_BURST);
 		if (UVN_UNLIKELY(n < 0))
 			return drv_ring_error(tq->d, &tq->r, n);
 		for (int i = 0; i < n; i++)
-			done_token(tq, done[i].token);
+			done_token(tq, toks[i]);
 		total += n;
 	} while (n == (int)DRV_BURST);
 	if (total) {
@@ -284,11 +284,11 @@ static inline int xmit_plain(struct drv_txq *tq, struct uvn_pkt *p)
 {
 	static const uint8_t zero[UVN_NET_HDR_LEN];
 	uint8_t *at = (uint8_t *)p->seg[0].iov_base - UVN_NET_HDR_LEN;
-	struct uvn_sg sg = { drv_addr(at), (uint32_t)p->seg[0].iov_len + UVN_NET_HDR_LEN };
 	int ret;
 
 	memcpy(at, zero, UVN_NET_HDR_LEN);
-	ret = uvn_vq_drv_add(tq->r.vq, &sg, 1, 0, p, 0);
+	ret = uvn_vq_drv_add_one(tq->r.vq, drv_addr(at),
+				 (uint32_t)p->seg[0].iov_len + UVN_NET_HDR_LEN, false, p);
 	if (UVN_LIKELY(!ret))
 		return XMIT_OK;
 	return ret == -UVN_VQ_E_NOSPC ? XMIT_FULL : ret;
