@@ -576,6 +576,132 @@ static void in_order_batch(void **state)
 	tq_teardown(&q);
 }
 
+/* ------------------------------------------------- add_one and reclaim */
+
+/* add_one writes what uvn_vq_drv_add() of one segment writes. */
+static void add_one_layout(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, 0, TQ_DRV);
+	assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x1000, 10, false, &tok[0]), 0);
+	assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x2000, 20, true, &tok[1]), 0);
+	check_desc(sq_desc(&q, 0), 0x1000, 10, 0);
+	check_desc(sq_desc(&q, 1), 0x2000, 20, WRITE);
+	assert_int_equal(avail_head(&q, 0), 0);
+	assert_int_equal(avail_head(&q, 1), 1);
+	assert_int_equal(uvn_vq_drv_num_free(q.drv), 2);
+	assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x3000, 0, false, &tok[2]), -UVN_VQ_E_INVAL);
+	assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x3000, 30, false, NULL), -UVN_VQ_E_INVAL);
+	assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x3000, 30, false, &tok[2]), 0);
+	assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x4000, 40, false, &tok[3]), 0);
+	assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x5000, 50, false, &tok[4]), -UVN_VQ_E_NOSPC);
+	uvn_vq_drv_kick_prepare(q.drv);
+	assert_int_equal(le16(sq_avail(&q)->idx), 4);
+	/* A writable buffer's used length is still checked. */
+	used_put(&q, 0, 1, 21);
+	used_idx(&q, 1);
+	{
+		struct uvn_vq_done d;
+
+		assert_int_equal(uvn_vq_drv_get_used(q.drv, &d, 1), -UVN_VQ_E_USED_LEN);
+	}
+	tq_teardown(&q);
+}
+
+/* Without IN_ORDER, reclaim reads every entry, in the device's order. */
+static void reclaim_plain(void **state)
+{
+	void *t[4];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, 0, TQ_DRV);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x1000u * (unsigned)(i + 1), 64, false,
+						    &tok[i]), 0);
+	uvn_vq_drv_kick_prepare(q.drv);
+	assert_int_equal(uvn_vq_drv_reclaim(q.drv, t, 4), 0);
+	used_put(&q, 0, 2, 0);
+	used_put(&q, 1, 0, 0);
+	used_idx(&q, 2);
+	assert_int_equal(uvn_vq_drv_reclaim(q.drv, t, 4), 2);
+	assert_ptr_equal(t[0], &tok[2]);
+	assert_ptr_equal(t[1], &tok[0]);
+	used_put(&q, 2, 7, 0); /* no such head */
+	used_idx(&q, 3);
+	assert_int_equal(uvn_vq_drv_reclaim(q.drv, t, 4), -UVN_VQ_E_USED_ID);
+	tq_teardown(&q);
+}
+
+/*
+ * IN_ORDER, device-readable chains: the used index counts them, entries
+ * are not read (one per batch, or garbage in skipped slots, alike), and
+ * the index may not run past what is in flight.
+ */
+static void reclaim_in_order(void **state)
+{
+	void *t[8];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_IN_ORDER, TQ_DRV);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x1000u * (unsigned)(i + 1), 64, false,
+						    &tok[i]), 0);
+	uvn_vq_drv_kick_prepare(q.drv);
+	used_put(&q, 0, 0xdead, 0xdead);
+	used_idx(&q, 3);
+	assert_int_equal(uvn_vq_drv_reclaim(q.drv, t, 2), 2);
+	assert_ptr_equal(t[0], &tok[0]);
+	assert_ptr_equal(t[1], &tok[1]);
+	assert_int_equal(uvn_vq_drv_reclaim(q.drv, t, 8), 1);
+	assert_ptr_equal(t[0], &tok[2]);
+	assert_int_equal(uvn_vq_drv_num_free(q.drv), 5);
+	assert_int_equal(uvn_vq_drv_reclaim(q.drv, t, 8), 0);
+	/* The freed descriptors are reused in ring order. */
+	assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x9000, 64, false, &tok[6]), 0);
+	assert_int_equal(avail_head(&q, 6), 6);
+	uvn_vq_drv_kick_prepare(q.drv);
+	used_idx(&q, 3 + 5); /* 4 in flight */
+	assert_int_equal(uvn_vq_drv_reclaim(q.drv, t, 8), -UVN_VQ_E_USED_IDX);
+	tq_teardown(&q);
+}
+
+/*
+ * IN_ORDER with a writable chain: its entry must be read (the length
+ * matters), so reclaim stops in front of it and goes on through the
+ * entries; a batch entry read that way is finished the same way.
+ */
+static void reclaim_in_order_writable(void **state)
+{
+	void *t[8];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_IN_ORDER, TQ_DRV);
+	assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x1000, 64, false, &tok[0]), 0);
+	assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x2000, 64, true, &tok[1]), 0);
+	assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x3000, 64, false, &tok[2]), 0);
+	assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x4000, 64, false, &tok[3]), 0);
+	uvn_vq_drv_kick_prepare(q.drv);
+	used_put(&q, 0, 0, 0);
+	used_put(&q, 1, 2, 0); /* batch: heads 1 and 2 */
+	used_idx(&q, 3);
+	assert_int_equal(uvn_vq_drv_reclaim(q.drv, t, 8), 1);
+	assert_ptr_equal(t[0], &tok[0]);
+	assert_int_equal(uvn_vq_drv_reclaim(q.drv, t, 1), 1); /* reads slot 1: batch to head 2 */
+	assert_ptr_equal(t[0], &tok[1]);
+	assert_int_equal(uvn_vq_drv_reclaim(q.drv, t, 8), 1); /* rest of the batch */
+	assert_ptr_equal(t[0], &tok[2]);
+	used_idx(&q, 4);
+	assert_int_equal(uvn_vq_drv_reclaim(q.drv, t, 8), 1);
+	assert_ptr_equal(t[0], &tok[3]);
+	assert_int_equal(uvn_vq_drv_num_free(q.drv), 8);
+	tq_teardown(&q);
+}
+
 /* ------------------------------------------------------------ round trips */
 
 static void rt(unsigned num, uint64_t features, const struct rt_opts *o)
@@ -661,6 +787,10 @@ int main(void)
 		cmocka_unit_test(detach_unused_in_order),
 		cmocka_unit_test(in_order_ring_order),
 		cmocka_unit_test(in_order_batch),
+		cmocka_unit_test(add_one_layout),
+		cmocka_unit_test(reclaim_plain),
+		cmocka_unit_test(reclaim_in_order),
+		cmocka_unit_test(reclaim_in_order_writable),
 		cmocka_unit_test(roundtrip_size_1),
 		cmocka_unit_test(roundtrip_size_2),
 		cmocka_unit_test(roundtrip_size_256),
