@@ -401,7 +401,8 @@ int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, const struct uvn
 		atomic_flag_clear(&v->rx[i].lock);
 	}
 	v->ctrl = (struct vq_slot){ .kick_h.fd = -1, .port = v };
-	v->drain_h = (struct uvn_handler){ .fd = -1, .fn = on_drain, .ctx = v };
+	/* Light: it touches only rings not handed to the data path. */
+	v->drain_h = (struct uvn_handler){ .fd = -1, .fn = on_drain, .ctx = v, .light = true };
 	if (uvn_timer_start(v->loop, &v->drain_h, DRAIN_NS, DRAIN_NS)) {
 		free(v);
 		return -ENOMEM;

@@ -74,6 +74,17 @@ int uvn_loop_run_once(struct uvn_loop *l, int timeout_ms)
 	return n <= 0 ? n : uvn_loop_dispatch(l);
 }
 
+bool uvn_loop_ready_light(const struct uvn_loop *l)
+{
+	for (int i = 0; i < l->nev; i++) {
+		const struct uvn_handler *h = l->ev[i].data.ptr;
+
+		if (h && !h->light)
+			return false;
+	}
+	return true;
+}
+
 int uvn_loop_dispatch(struct uvn_loop *l)
 {
 	int ran = 0;

@@ -8,6 +8,7 @@
 #ifndef UVN_UTIL_LOOP_H
 #define UVN_UTIL_LOOP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 
@@ -17,6 +18,9 @@ struct uvn_handler {
 	int fd;
 	void (*fn)(struct uvn_handler *h, uint32_t events);
 	void *ctx;
+	/* For a loop owner that stops other threads around control work:
+	 * this handler touches nothing they use, it may run beside them. */
+	bool light;
 };
 
 int uvn_loop_create(struct uvn_loop **out);
@@ -35,6 +39,8 @@ int uvn_loop_run_once(struct uvn_loop *l, int timeout_ms);
  * @return events ready (handled by the next uvn_loop_dispatch) */
 int uvn_loop_wait(struct uvn_loop *l, int timeout_ms);
 int uvn_loop_dispatch(struct uvn_loop *l);
+/* After uvn_loop_wait(): are all ready events for light handlers? */
+bool uvn_loop_ready_light(const struct uvn_loop *l);
 
 /* A periodic (or one-shot if @period_ns is 0) timer on a timerfd; h->fd is set. */
 int uvn_timer_start(struct uvn_loop *l, struct uvn_handler *h, uint64_t first_ns, uint64_t period_ns);

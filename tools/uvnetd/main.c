@@ -38,12 +38,19 @@ static void on_stats(struct uvn_handler *h, uint32_t events)
 }
 
 /* Control events wait here while the workers run; they are handled with
- * the workers parked, and queues are given out again afterwards. */
+ * the workers parked, and queues are given out again afterwards. Light
+ * handlers (the stats timer reads counters, a port's drain timer empties
+ * rings no worker has) run beside the workers: parking them costs each a
+ * wake-up, and those timers fire 5-10 times a second. */
 static void control_loop(struct uvnetd *d)
 {
 	while (!atomic_load(&d->stop)) {
 		if (uvn_loop_wait(d->loop, -1) <= 0)
 			continue;
+		if (uvn_loop_ready_light(d->loop)) {
+			uvn_loop_dispatch(d->loop);
+			continue;
+		}
 		uvnetd_quiesce(d);
 		uvn_loop_dispatch(d->loop);
 		uvnetd_assign(d);
@@ -138,7 +145,7 @@ int main(int argc, char **argv)
 	if (!r && d.o.stats_interval > 0) {
 		uint64_t ns = (uint64_t)(d.o.stats_interval * 1e9);
 
-		d.stats_h = (struct uvn_handler){ .fd = -1, .fn = on_stats, .ctx = &d };
+		d.stats_h = (struct uvn_handler){ .fd = -1, .fn = on_stats, .ctx = &d, .light = true };
 		r = uvn_timer_start(d.loop, &d.stats_h, ns, ns);
 	}
 	if (!r)

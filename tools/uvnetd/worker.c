@@ -15,6 +15,7 @@
  * buffers may have been posted while the queue was being set up.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -139,9 +140,16 @@ void uvnetd_quiesce(struct uvnetd *d)
 	atomic_store(&d->pause, true);
 	for (unsigned i = 0; i < d->nworkers; i++)
 		wake(&d->workers[i]);
+	/* A sleeping worker takes a wake-up to answer, maybe on this CPU:
+	 * spin a little, then give the CPU away while waiting. */
 	for (unsigned i = 0; i < d->nworkers; i++)
-		while (atomic_load(&d->workers[i].acked) != gen && !atomic_load(&d->stop))
-			uvn_cpu_relax();
+		for (unsigned spins = 0;
+		     atomic_load(&d->workers[i].acked) != gen && !atomic_load(&d->stop); spins++) {
+			if (spins < 256)
+				uvn_cpu_relax();
+			else
+				sched_yield();
+		}
 }
 
 void uvnetd_resume(struct uvnetd *d)
