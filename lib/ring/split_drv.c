@@ -73,6 +73,18 @@ static inline void publish_head(struct uvn_vq_drv *vq, uint16_t head)
 		uvn_wr16(slot, head);
 }
 
+/* The chain at @head is written: put it in the next avail slot. */
+static inline void make_avail(struct uvn_vq_drv *vq, uint16_t head)
+{
+	publish_head(vq, head);
+	vq->split.avail_idx++;
+	vq->added++;
+	vq->in_flight++;
+	if (vq->in_order)
+		uvn_drv_order_push(vq, head);
+	vq->st.bufs++;
+}
+
 int uvn_split_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned nout, unsigned nin,
 		      void *token, bool indirect)
 {
@@ -115,13 +127,7 @@ int uvn_split_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned n
 		.token = token, .indirect = table, .in_len = (uint32_t)in_len,
 		.ndesc = (uint16_t)ndesc, .nindir = table ? (uint16_t)total : 0, .last = last,
 	};
-	publish_head(vq, head);
-	vq->split.avail_idx++;
-	vq->added++;
-	vq->in_flight++;
-	if (vq->in_order)
-		uvn_drv_order_push(vq, head);
-	vq->st.bufs++;
+	make_avail(vq, head);
 	return 0;
 }
 
@@ -130,6 +136,7 @@ void uvn_split_drv_publish(struct uvn_vq_drv *vq)
 	if (!vq->added)
 		return;
 	vq->added = 0;
+	/* Descriptors and avail entries must be visible before the index. */
 	uvn_store_release16(&vq->split.avail->idx, vq->split.avail_idx);
 }
 
@@ -147,13 +154,7 @@ int uvn_split_drv_add_one(struct uvn_vq_drv *vq, uint64_t addr, uint32_t len, bo
 	vq->state[head] = (struct uvn_drv_state){
 		.token = token, .in_len = writable ? len : 0, .ndesc = 1, .last = head,
 	};
-	publish_head(vq, head);
-	vq->split.avail_idx++;
-	vq->added++;
-	vq->in_flight++;
-	if (vq->in_order)
-		uvn_drv_order_push(vq, head);
-	vq->st.bufs++;
+	make_avail(vq, head);
 	return 0;
 }
 
@@ -164,9 +165,7 @@ bool uvn_split_drv_kick_prepare(struct uvn_vq_drv *vq)
 
 	if (!vq->added)
 		return false;
-	vq->added = 0;
-	/* Descriptors and avail entries must be visible before the index. */
-	uvn_store_release16(&vq->split.avail->idx, new_idx);
+	uvn_split_drv_publish(vq);
 	/* The new index must be visible before we read avail_event/flags, or
 	 * the device may go to sleep on the old index while we skip the kick. */
 	uvn_fence_full();
@@ -327,24 +326,23 @@ static unsigned reclaim_in_order(struct uvn_vq_drv *vq, void **tokens, unsigned 
 	return n;
 }
 
-int uvn_split_drv_reclaim(struct uvn_vq_drv *vq, void **tokens, unsigned max)
+/*
+ * @return chains reclaimed, 0 if none is done, a broken queue's error, or
+ *         UVN_SPLIT_READ_ENTRIES: the next one needs its used entry read
+ *         (uvn_split_drv_get_used()).
+ */
+int uvn_split_drv_reclaim_in_order(struct uvn_vq_drv *vq, void **tokens, unsigned max)
 {
-	struct uvn_vq_done done[32];
 	int n;
 
 	/* A batch entry already read is finished by get_in_order(). */
-	if (vq->in_order && !vq->in_batch) {
-		n = used_pending(vq);
-		if (n <= 0)
-			return n;
-		n = (int)reclaim_in_order(vq, tokens, max);
-		if (n)
-			return n;
-	}
-	n = uvn_split_drv_get_used(vq, done, max < 32 ? max : 32);
-	for (int i = 0; i < n; i++)
-		tokens[i] = done[i].token;
-	return n;
+	if (vq->in_batch)
+		return UVN_SPLIT_READ_ENTRIES;
+	n = used_pending(vq);
+	if (n <= 0)
+		return n;
+	n = (int)reclaim_in_order(vq, tokens, max);
+	return n ? n : UVN_SPLIT_READ_ENTRIES;
 }
 
 bool uvn_split_drv_has_used(struct uvn_vq_drv *vq)

@@ -258,9 +258,12 @@ int uvn_vq_drv_reclaim(struct uvn_vq_drv *vq, void **tokens, unsigned max)
 
 	if (UVN_UNLIKELY(vq->err))
 		return vq->err;
-	if (!vq->packed)
-		return uvn_split_drv_reclaim(vq, tokens, max);
-	n = uvn_packed_drv_get_used(vq, done, max < 32 ? max : 32);
+	if (!vq->packed && vq->in_order) {
+		n = uvn_split_drv_reclaim_in_order(vq, tokens, max);
+		if (n != UVN_SPLIT_READ_ENTRIES)
+			return n;
+	}
+	n = uvn_vq_drv_get_used(vq, done, max < 32 ? max : 32);
 	for (int i = 0; i < n; i++)
 		tokens[i] = done[i].token;
 	return n;

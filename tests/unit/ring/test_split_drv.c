@@ -578,6 +578,13 @@ static void in_order_batch(void **state)
 
 /* ------------------------------------------------- add_one and reclaim */
 
+/* @n device-readable 64 B buffers through add_one, tokens &tok[0..n). */
+static void add_readable(struct tq *q, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(uvn_vq_drv_add_one(q->drv, 0x1000u * (i + 1), 64, false, &tok[i]), 0);
+}
+
 /* add_one writes what uvn_vq_drv_add() of one segment writes. */
 static void add_one_layout(void **state)
 {
@@ -618,9 +625,7 @@ static void reclaim_plain(void **state)
 
 	(void)state;
 	tq_setup(&q, 4, 0, TQ_DRV);
-	for (int i = 0; i < 3; i++)
-		assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x1000u * (unsigned)(i + 1), 64, false,
-						    &tok[i]), 0);
+	add_readable(&q, 3);
 	uvn_vq_drv_kick_prepare(q.drv);
 	assert_int_equal(uvn_vq_drv_reclaim(q.drv, t, 4), 0);
 	used_put(&q, 0, 2, 0);
@@ -647,9 +652,7 @@ static void reclaim_in_order(void **state)
 
 	(void)state;
 	tq_setup(&q, 8, F_IN_ORDER, TQ_DRV);
-	for (int i = 0; i < 6; i++)
-		assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x1000u * (unsigned)(i + 1), 64, false,
-						    &tok[i]), 0);
+	add_readable(&q, 6);
 	uvn_vq_drv_kick_prepare(q.drv);
 	used_put(&q, 0, 0xdead, 0xdead);
 	used_idx(&q, 3);
