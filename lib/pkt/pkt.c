@@ -127,7 +127,14 @@ struct uvn_pkt *uvn_pkt_alloc(struct uvn_pkt_pool *pool)
 {
 	struct uvn_pkt *p;
 
-	return uvn_pkt_alloc_bulk(pool, &p, 1) ? p : NULL;
+	if (__builtin_expect(!pool->nfree, 0)) {
+		pool->st.alloc_fail++;
+		return NULL;
+	}
+	p = pool->free[--pool->nfree];
+	reset(p);
+	pool->st.alloc++;
+	return p;
 }
 
 void uvn_pkt_free(struct uvn_pkt *p)
@@ -153,8 +160,19 @@ void uvn_pkt_free(struct uvn_pkt *p)
 
 void uvn_pkt_free_bulk(struct uvn_pkt **pkts, unsigned n)
 {
-	for (unsigned i = 0; i < n; i++)
-		uvn_pkt_free(pkts[i]);
+	for (unsigned i = 0; i < n; i++) {
+		struct uvn_pkt *p = pkts[i];
+		struct uvn_pkt_pool *pool = p->pool;
+
+		/* The common case: the last reference, nothing borrowed. */
+		if (__builtin_expect(p->refcnt == 1 && !p->frags && !p->ubuf, 1)) {
+			p->refcnt = 0;
+			pool->free[pool->nfree++] = p;
+			pool->st.freed++;
+		} else {
+			uvn_pkt_free(p);
+		}
+	}
 }
 
 size_t uvn_pkt_read(const struct uvn_pkt *p, size_t off, void *dst, size_t len)

@@ -263,6 +263,8 @@ unsigned uvn_netdev_tx(struct uvn_netdev_q *q, struct uvn_pkt_pool *small,
 		if (q->zc)
 			q->zc->pushed = 0;
 		q->st.bursts++;
+	} else if (!q->broken) {
+		q->st.empty++;
 	}
 	return got;
 }

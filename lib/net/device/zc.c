@@ -97,19 +97,11 @@ static void release_in_order(struct uvn_netdev_zc *z)
 	}
 }
 
-int uvn_zc_finish(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch)
+int uvn_zc_queue_done(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch)
 {
 	struct uvn_netdev_zc *z = q->zc;
 	struct uvn_zc_slot *s = &z->slot[ch->id];
 
-	if (UVN_UNLIKELY(s->held || s->queued))
-		return -1;
-	/* Nothing waits ahead of it: back now, in order either way. */
-	if (!z->in_order || z->head == z->tail) {
-		uvn_vq_dev_push(q->vq, ch, 0);
-		z->pushed++;
-		return 0;
-	}
 	s->ch = *ch;
 	s->done = true;
 	s->queued = true;

@@ -30,9 +30,26 @@ struct uvn_netdev_zc {
 /* Does the queue track chains (zero-copy on, or held chains draining)? */
 bool uvn_zc_active(const struct uvn_netdev_q *q);
 
+/* uvn_zc_finish() when held chains wait ahead of @ch (IN_ORDER). */
+int uvn_zc_queue_done(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch);
+
 /* A chain done at pop time (copied or dropped): back now, or in order.
  * @return 0, or -1 if the driver reused an id that is still held. */
-int uvn_zc_finish(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch);
+static inline int uvn_zc_finish(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch)
+{
+	struct uvn_netdev_zc *z = q->zc;
+	const struct uvn_zc_slot *s = &z->slot[ch->id];
+
+	if (__builtin_expect(s->held || s->queued, 0))
+		return -1;
+	/* Nothing waits ahead of it: back now, in order either way. */
+	if (!z->in_order || z->head == z->tail) {
+		uvn_vq_dev_push(q->vq, ch, 0);
+		z->pushed++;
+		return 0;
+	}
+	return uvn_zc_queue_done(q, ch);
+}
 
 /* Hold a chain for packets that borrow it. @return its completion (one
  * reference, for the first packet), or NULL if the id is already held. */

@@ -112,6 +112,12 @@ static void test_tx_frames_become_packets(void **state)
 	assert_int_equal(done[0].len, 0);
 	assert_int_equal(fx->q.st.packets, 2);
 	assert_int_equal(fx->q.st.bytes, 60 + 1514);
+	assert_int_equal(fx->q.st.bursts, 1);
+	assert_int_equal(fx->q.st.empty, 0);
+	/* Nothing more posted: an idle call, counted as such. */
+	assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, pkts + 2, 2), 0);
+	assert_int_equal(fx->q.st.bursts, 1);
+	assert_int_equal(fx->q.st.empty, 1);
 	uvn_pkt_free_bulk(pkts, 2);
 	teardown_fx(fx);
 }
