@@ -7,6 +7,9 @@
 # the device took from the ring; Rx-pps: frames it delivered), median of the
 # per-second samples after a warm-up. Runs are interleaved (A B A B ...) so
 # the machine's drift cancels; the table gives medians with min-max.
+# For g2h the table also gives uvnetd's idle share: the polls of the guest
+# TX queue that found no frame (counter 'empty' against 'bursts'). Near
+# 100 % the device waits for the driver, and the rate is the driver's.
 #
 # Usage: bench/uvnetd-vs-dpdk.sh [--runs N] [--seconds S] [--sizes "64 1518"]
 #            [--rings "split packed"] [--dirs "g2h h2g"] [--uvnetd PATH] [--json]
@@ -64,7 +67,7 @@ device_uvnetd() {
 	[[ $dir == h2g ]] && mode=txonly
 	rm -f "$SOCK"
 	"$UVNETD" --port "vhost-user:$SOCK" --forward $mode --txonly-size "$size" --zerocopy "$ZC" --poll --cpu 0 -q \
-		>"$WORK/dev.log" 2>&1 &
+		--ctl "$WORK/ctl.sock" >"$WORK/dev.log" 2>&1 &
 	PIDS+=($!)
 	for _ in $(seq 50); do [[ -S $SOCK ]] && break; sleep 0.1; done
 }
@@ -87,9 +90,23 @@ stop_device() {
 	unset 'PIDS[-1]'
 }
 
-one() { # one DEVICE DIR SIZE RING -> pps
+# uvnetd's guest TX queue: percent of polls that found nothing, or -
+idle_share() {
+	"$UVNETD" ctl "$WORK/ctl.sock" show queues --json 2>/dev/null | tr '{}' '\n\n' |
+		awk -F'[:,]' '/"bursts":/ { for (i = 1; i < NF; i++) { if ($i == "\"bursts\"") b = $(i + 1);
+			if ($i == "\"empty\"") e = $(i + 1) } if (e > 0) { printf "%.0f", 100 * e / (e + b); done = 1 } }
+			END { if (!done) print "-" }'
+}
+
+one() { # one DEVICE DIR SIZE RING -> pps (uvnetd g2h: appends its idle share to $WORK/idle)
 	"device_$1" "$2" "$3"
+	(
+		sleep $((SECS - 1))
+		[[ $1 == uvnetd && $2 == g2h ]] && idle_share >>"$WORK/idle"
+	) &
+	local watcher=$!
 	virtio_user "$2" "$3" "$4"
+	wait "$watcher" 2>/dev/null || true
 	stop_device
 }
 
@@ -118,11 +135,12 @@ PP
 
 echo "# uvnetd vs DPDK net_vhost, DPDK virtio-user peer, $RUNS interleaved runs of ${SECS}s, uvnetd --zerocopy $ZC, $(date -u +%FT%TZ), $(nproc) CPUs"
 echo "# cache-line round trip CPU0<->CPU1 before: $(pingpong_regime) ns"
-printf '%-4s %5s %-6s | %-28s | %-28s | %s\n' dir size ring "uvnetd Mpps med (min-max)" "DPDK vhost Mpps med (min-max)" "ratio (Gb/s uvnetd / DPDK)"
+printf '%-4s %5s %-6s | %-28s | %-28s | %-30s | %s\n' dir size ring "uvnetd Mpps med (min-max)" "DPDK vhost Mpps med (min-max)" "ratio (Gb/s uvnetd / DPDK)" "uvnetd idle polls" 
 for ring in $RINGS; do
 	for dir in $DIRS; do
 		for size in $SIZES; do
 			A=() B=()
+			: >"$WORK/idle"
 			for _ in $(seq "$RUNS"); do
 				A+=("$(one uvnetd "$dir" "$size" "$ring")")
 				B+=("$(one dpdk "$dir" "$size" "$ring")")
@@ -131,11 +149,16 @@ for ring in $RINGS; do
 			read -r bm bmin bmax <<<"$(stats "${B[@]}")"
 			ratio=$(awk -v a="$am" -v b="$bm" 'BEGIN{printf "%.2f", b ? a / b : 0}')
 			gb() { awk -v p="$1" -v s="$size" 'BEGIN{printf "%.1f", p * s * 8 / 1e9}'; }
-			printf '%-4s %5s %-6s | %6.2f (%5.2f-%5.2f)        | %6.2f (%5.2f-%5.2f)        | %sx (%s / %s Gb/s)\n' \
+			idle=-
+			if [[ -s $WORK/idle ]] && ! grep -q -- - "$WORK/idle"; then
+				read -r im imin imax <<<"$(stats $(cat "$WORK/idle"))"
+				idle="$im % ($imin-$imax)"
+			fi
+			printf '%-4s %5s %-6s | %6.2f (%5.2f-%5.2f)        | %6.2f (%5.2f-%5.2f)        | %-30s | %s\n' \
 				"$dir" "$size" "$ring" "$(awk -v v="$am" 'BEGIN{print v/1e6}')" \
 				"$(awk -v v="$amin" 'BEGIN{print v/1e6}')" "$(awk -v v="$amax" 'BEGIN{print v/1e6}')" \
 				"$(awk -v v="$bm" 'BEGIN{print v/1e6}')" "$(awk -v v="$bmin" 'BEGIN{print v/1e6}')" \
-				"$(awk -v v="$bmax" 'BEGIN{print v/1e6}')" "$ratio" "$(gb "$am")" "$(gb "$bm")"
+				"$(awk -v v="$bmax" 'BEGIN{print v/1e6}')" "${ratio}x ($(gb "$am") / $(gb "$bm") Gb/s)" "$idle"
 			if ((JSON)); then
 				printf '{"dir":"%s","size":%s,"ring":"%s","uvnetd_pps":[%s],"dpdk_pps":[%s],"ratio":%s}\n' \
 					"$dir" "$size" "$ring" "$(IFS=,; echo "${A[*]}")" "$(IFS=,; echo "${B[*]}")" "$ratio"
