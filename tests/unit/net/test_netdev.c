@@ -269,6 +269,47 @@ static struct uvn_pkt *make_pkt(struct fixture *fx, uint32_t len, uint8_t seed)
 	return p;
 }
 
+/* Post one RX buffer whose first bytes are @hdr and the rest 0xee. */
+static void guest_post_with(struct fixture *fx, uint8_t *buf, uint32_t size,
+			    const struct virtio_net_hdr_v1 *hdr)
+{
+	struct uvn_sg sg = rp_sg(buf, size);
+
+	memset(buf, 0xee, size);
+	memcpy(buf, hdr, sizeof(*hdr));
+	assert_int_equal(uvn_vq_drv_add(fx->rp.drv, &sg, 0, 1, buf, 0), 0);
+	uvn_vq_drv_kick_prepare(fx->rp.drv);
+}
+
+/* The header goes in only where the buffer does not hold it already: the
+ * result is the same bytes either way, one differing byte is enough. */
+static void test_rx_header_written_where_it_differs(void **state)
+{
+	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
+	const struct virtio_net_hdr_v1 want = { .num_buffers = htole16(1) };
+	struct virtio_net_hdr_v1 pre[3] = { want, want, want };
+	static uint8_t bufs[3][256];
+	struct uvn_pkt *p = make_pkt(fx, 60, 4);
+	struct uvn_vq_done done[3];
+
+	(void)state;
+	pre[1].num_buffers = htole16(2);
+	memset(&pre[2], 0xa5, sizeof(pre[2]));
+	for (unsigned i = 0; i < 3; i++)
+		guest_post_with(fx, bufs[i], sizeof(bufs[i]), &pre[i]);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
+	assert_int_equal(guest_reclaim(fx, done, 3), 3);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_ptr_equal(done[i].token, bufs[i]);
+		assert_int_equal(done[i].len, 12 + 60);
+		assert_memory_equal(bufs[i], &want, sizeof(want));
+		assert_memory_equal(bufs[i] + 12, p->buf, 60);
+	}
+	uvn_pkt_free(p);
+	teardown_fx(fx);
+}
+
 static void test_rx_mergeable_spreads_frame(void **state)
 {
 	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
@@ -515,6 +556,7 @@ int main(void)
 		cmocka_unit_test(test_tx_csum_needs_feature),
 		cmocka_unit_test(test_tx_writable_buffer_breaks_queue),
 		cmocka_unit_test(test_tx_waits_when_no_packet_descriptor),
+		cmocka_unit_test(test_rx_header_written_where_it_differs),
 		cmocka_unit_test(test_rx_mergeable_spreads_frame),
 		cmocka_unit_test(test_rx_mergeable_no_buffer_lost_when_short),
 		cmocka_unit_test(test_rx_single_drops_too_big_keeps_chain),
