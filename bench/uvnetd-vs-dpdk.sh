@@ -94,7 +94,7 @@ stop_device() {
 idle_share() {
 	"$UVNETD" ctl "$WORK/ctl.sock" show queues --json 2>/dev/null | tr '{}' '\n\n' |
 		awk -F'[:,]' '/"bursts":/ { for (i = 1; i < NF; i++) { if ($i == "\"bursts\"") b = $(i + 1);
-			if ($i == "\"empty\"") e = $(i + 1) } if (e > 0) { printf "%.0f", 100 * e / (e + b); done = 1 } }
+			if ($i == "\"empty\"") e = $(i + 1) } if (e > 0) { printf "%.0f\n", 100 * e / (e + b); done = 1 } }
 			END { if (!done) print "-" }'
 }
 
