@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <linux/virtio_net.h>
 
@@ -63,6 +64,22 @@ static inline bool uvn_hdr_needs_csum(const struct virtio_net_hdr_v1 *h)
 static inline bool uvn_hdr_is_gso(const struct virtio_net_hdr_v1 *h)
 {
 	return (h->gso_type & ~VIRTIO_NET_HDR_GSO_ECN) != VIRTIO_NET_HDR_GSO_NONE;
+}
+
+/*
+ * Store a header into a buffer the other side will read, only where the
+ * buffer does not hold those bytes already. Buffers are recycled, and a
+ * header is mostly the same lap after lap (twelve zeros on a plain TX
+ * frame, num_buffers 1 on RX): left unwritten, its cache line stays shared
+ * and the reader on the other CPU finds it in its own cache instead of
+ * fetching it from ours (DPDK's virtio and vhost do the same). The reader
+ * sees the same bytes either way; if it rewrote the buffer after handing
+ * it over, what it reads back is its own doing.
+ */
+static inline void uvn_hdr_store(void *dst, const void *h, unsigned len)
+{
+	if (memcmp(dst, h, len))
+		memcpy(dst, h, len);
 }
 
 #endif

@@ -317,25 +317,11 @@ static int take_fast(struct uvn_netdev_q *q, const struct uvn_pkt *p, struct rx_
 	}
 	it->dst = q->iov[0].iov_base;
 	it->p = p;
-	/* The header's line for reading (write_hdr), the frame's for writing. */
+	/* The header's line for reading (uvn_hdr_store), the frame's for writing. */
 	__builtin_prefetch(it->dst, 0);
 	__builtin_prefetch(it->dst + UVN_NET_HDR_LEN, 1);
 	__builtin_prefetch(it->dst + UVN_NET_HDR_LEN + p->len - 1, 1);
 	return RX_OK;
-}
-
-/*
- * Store a header only where the buffer does not hold it already. A driver
- * that recycles its buffers (DPDK's mbufs) finds the same bytes there lap
- * after lap; left unwritten, their cache line stays shared, and the
- * driver's read of it does not have to fetch the line from our CPU. The
- * buffer is the guest's: what it reads back is what we compared, or its
- * own doing.
- */
-static void write_hdr(uint8_t *dst, const struct virtio_net_hdr_v1 *h)
-{
-	if (memcmp(dst, h, UVN_NET_HDR_LEN))
-		memcpy(dst, h, UVN_NET_HDR_LEN);
 }
 
 /* Pass 2: write the run's frames and give their chains back, in order. */
@@ -348,7 +334,7 @@ static void write_fast(struct uvn_netdev_q *q, struct rx_item *items, unsigned n
 
 		if (q->guest_csum)
 			h.flags = p->vnet.flags & VIRTIO_NET_HDR_F_DATA_VALID;
-		write_hdr(items[i].dst, &h);
+		uvn_hdr_store(items[i].dst, &h, UVN_NET_HDR_LEN);
 		memcpy(items[i].dst + UVN_NET_HDR_LEN, p->seg[0].iov_base, p->len);
 		uvn_vq_dev_push(q->vq, &items[i].ch, total);
 		q->st.packets++;

@@ -19,6 +19,7 @@
 
 #include "net/csum.h"
 #include "net/driver/drv.h"
+#include "net/hdr.h"
 #include "net/iov.h"
 
 enum { XMIT_OK, XMIT_DROP, XMIT_FULL };
@@ -216,7 +217,7 @@ static int xmit(struct drv_txq *tq, struct uvn_pkt *p)
 	if (UVN_LIKELY(shared && can_push(d, p, hl))) {
 		uint8_t *at = (uint8_t *)p->seg[0].iov_base - hl;
 
-		memcpy(at, &h, hl);
+		uvn_hdr_store(at, &h, hl);
 		sg[nsg++] = (struct uvn_sg){ drv_addr(at), (uint32_t)(p->seg[0].iov_len + hl) };
 		k = 1;
 		tok = p;
@@ -225,7 +226,7 @@ static int xmit(struct drv_txq *tq, struct uvn_pkt *p)
 			return XMIT_FULL;
 		s = tq->slot_free[--tq->nslot_free];
 		if (shared) {
-			memcpy(s->hdr, &h, hl);
+			uvn_hdr_store(s->hdr, &h, hl);
 			sg[nsg++] = (struct uvn_sg){ drv_addr(s->hdr), hl };
 			s->pkt = p;
 		} else if (p->len + hl <= DRV_ROOM) {
@@ -267,7 +268,8 @@ static int xmit(struct drv_txq *tq, struct uvn_pkt *p)
 /*
  * The common case, without the general path's checks: one segment in
  * shared memory with our own headroom, no offload, so the header is twelve
- * zero bytes written in front of the frame and the chain one descriptor.
+ * zero bytes in front of the frame (stored only where they are not there
+ * yet: uvn_hdr_store) and the chain one descriptor.
  */
 static inline bool plain(const struct uvn_drv *d, const struct uvn_pkt *p)
 {
@@ -286,7 +288,7 @@ static inline int xmit_plain(struct drv_txq *tq, struct uvn_pkt *p)
 	uint8_t *at = (uint8_t *)p->seg[0].iov_base - UVN_NET_HDR_LEN;
 	int ret;
 
-	memcpy(at, zero, UVN_NET_HDR_LEN);
+	uvn_hdr_store(at, zero, UVN_NET_HDR_LEN);
 	ret = uvn_vq_drv_add_one(tq->r.vq, drv_addr(at),
 				 (uint32_t)p->seg[0].iov_len + UVN_NET_HDR_LEN, false, p);
 	if (UVN_LIKELY(!ret))
