@@ -14,10 +14,11 @@
 # Usage: bench/uvnetd-vs-dpdk.sh [--runs N] [--seconds S] [--sizes "64 1518"]
 #            [--rings "split packed"] [--dirs "g2h h2g"] [--uvnetd PATH] [--json]
 #            [--zerocopy on|off|auto]   (uvnetd's guest-TX zero-copy; default auto)
+#            [--baseline PATH]   (another uvnetd build in DPDK's place: A/B of two builds)
 # Needs root (DPDK), installs dpdk-dev and its vhost/virtio PMDs when missing.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-RUNS=5 SECS=8 SIZES="64 1518" RINGS="split" DIRS="g2h h2g" JSON=0 ZC=auto
+RUNS=5 SECS=8 SIZES="64 1518" RINGS="split" DIRS="g2h h2g" JSON=0 ZC=auto BASE=
 UVNETD=$HERE/../build-perf/tools/uvnetd/uvnetd
 while (($#)); do
 	case $1 in
@@ -29,7 +30,8 @@ while (($#)); do
 	--uvnetd) UVNETD=$2; shift 2 ;;
 	--json) JSON=1; shift ;;
 	--zerocopy) ZC=$2; shift 2 ;;
-	-h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+	--baseline) BASE=$2; shift 2 ;;
+	-h | --help) sed -n '2,18p' "$0"; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -62,14 +64,18 @@ virtio_user() {
 		awk '{a[NR]=$1} END{if (NR) print a[int((NR+1)/2)]; else print 0}'
 }
 
-device_uvnetd() {
-	local dir=$1 size=$2 mode=sink
+device_uvnetd() { # device_uvnetd DIR SIZE [BINARY]
+	local dir=$1 size=$2 mode=sink bin=${3:-$UVNETD}
 	[[ $dir == h2g ]] && mode=txonly
 	rm -f "$SOCK"
-	"$UVNETD" --port "vhost-user:$SOCK" --forward $mode --txonly-size "$size" --zerocopy "$ZC" --poll --cpu 0 -q \
+	"$bin" --port "vhost-user:$SOCK" --forward $mode --txonly-size "$size" --zerocopy "$ZC" --poll --cpu 0 -q \
 		--ctl "$WORK/ctl.sock" >"$WORK/dev.log" 2>&1 &
 	PIDS+=($!)
 	for _ in $(seq 50); do [[ -S $SOCK ]] && break; sleep 0.1; done
+}
+
+device_baseline() {
+	device_uvnetd "$1" "$2" "$BASE"
 }
 
 device_dpdk() {
@@ -133,9 +139,15 @@ PP
 	cc -O2 -pthread -o "$WORK/pp" "$f" && "$WORK/pp"
 }
 
-echo "# uvnetd vs DPDK net_vhost, DPDK virtio-user peer, $RUNS interleaved runs of ${SECS}s, uvnetd --zerocopy $ZC, $(date -u +%FT%TZ), $(nproc) CPUs"
+OTHER=dpdk OTHER_NAME="DPDK vhost"
+if [[ -n $BASE ]]; then
+	[[ -x $BASE ]] || { echo "baseline uvnetd not found at $BASE" >&2; exit 1; }
+	OTHER=baseline OTHER_NAME="baseline uvnetd"
+fi
+echo "# uvnetd vs ${BASE:-DPDK net_vhost}, DPDK virtio-user peer, $RUNS interleaved runs of ${SECS}s, uvnetd --zerocopy $ZC, $(date -u +%FT%TZ), $(nproc) CPUs"
 echo "# cache-line round trip CPU0<->CPU1 before: $(pingpong_regime) ns"
-printf '%-4s %5s %-6s | %-28s | %-28s | %-30s | %s\n' dir size ring "uvnetd Mpps med (min-max)" "DPDK vhost Mpps med (min-max)" "ratio (Gb/s uvnetd / DPDK)" "uvnetd idle polls" 
+printf '%-4s %5s %-6s | %-28s | %-28s | %-30s | %s\n' dir size ring "uvnetd Mpps med (min-max)" \
+	"$OTHER_NAME Mpps med (min-max)" "ratio (Gb/s uvnetd / other)" "uvnetd idle polls"
 for ring in $RINGS; do
 	for dir in $DIRS; do
 		for size in $SIZES; do
@@ -143,7 +155,7 @@ for ring in $RINGS; do
 			: >"$WORK/idle"
 			for _ in $(seq "$RUNS"); do
 				A+=("$(one uvnetd "$dir" "$size" "$ring")")
-				B+=("$(one dpdk "$dir" "$size" "$ring")")
+				B+=("$(one "$OTHER" "$dir" "$size" "$ring")")
 			done
 			read -r am amin amax <<<"$(stats "${A[@]}")"
 			read -r bm bmin bmax <<<"$(stats "${B[@]}")"
