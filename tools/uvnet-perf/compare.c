@@ -176,7 +176,7 @@ static void footnotes(const struct pt_opts *o, unsigned runs)
 				       pairs[p].name, res[i][p][0].offload,
 				       strcmp(res[i][p][0].offload, "segmented")
 					       ? ""
-					       : " (uvnetd's txonly sends TSO frames above 1514 B and cuts them "
+					       : " (uvnetd's txonly sends TSO frames above 1518 B and cuts them "
 						 "for a driver without GUEST_TSO4; Gb/s counts bytes)");
 	printf("# pps: 64 B frames prebuilt (uvnet) / testpmd txonly; stream: every frame built; "
 	       "testpmd has one mode for both\n");

@@ -151,9 +151,9 @@ static void driver_facts(struct run *x)
 	const struct pt_cfg *c = x->c;
 
 	/* testpmd's virtio-user does not negotiate GUEST_TSO4 by default:
-	 * uvnetd's txonly segments its TSO frames (above 1514 B) for it. */
+	 * uvnetd's txonly segments its TSO frames (above 1518 B) for it. */
 	if (!sh && c->device == PT_DEV_UVNETD && c->test != PT_RR && c->dir == PT_RX &&
-	    c->size > PT_MTU_FRAME)
+	    c->size > PT_PLAIN_MAX)
 		x->r->offload = "segmented";
 	if (!sh)
 		return;
