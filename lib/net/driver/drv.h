@@ -76,12 +76,21 @@ static inline void *tok_ptr(const void *t)
 struct uvn_drv;
 
 /* Indirect tables: the per-queue cache (seed 002) or the shared arena. */
+/* Cached tables of one size: @entries each, carved @stride bytes apart. */
+struct drv_table_class {
+	uint8_t *base;
+	size_t len, stride;
+	unsigned entries;
+	void **free;            /* stack of free tables */
+	unsigned nfree;
+};
+
 struct drv_desc_cache {
 	struct uvn_drv *d;
-	uint8_t *base;          /* cached tables, UVN_DRV_DESC_CACHE_MAX entries each */
-	size_t len;
-	void **free;            /* stack of free cached tables */
-	unsigned nfree, count;
+	/* [0]: two entries (a header and a segment), two tables to a cache
+	 * line; [1]: up to UVN_DRV_DESC_CACHE_MAX entries */
+	struct drv_table_class cls[2];
+	unsigned count;         /* tables per class */
 	uint64_t *hit, *miss;   /* the owning queue's counters */
 	uint64_t arena_out;     /* tables allocated from the arena and not freed */
 };

@@ -176,7 +176,7 @@ void drv_ring_destroy(struct uvn_drv *d, struct drv_ring *r)
 {
 	uvn_vq_drv_destroy(r->vq);
 	r->vq = NULL;
-	if (r->cache.free)
+	if (r->cache.d)
 		drv_cache_fini(&r->cache);
 	if (r->mem)
 		uvn_arena_free(d->arena, r->mem, r->mem_len);

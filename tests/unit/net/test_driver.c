@@ -430,9 +430,9 @@ static void test_deferred_switch(void **state)
  * from the arena per packet when the cache is off or the table too big. */
 static void test_desc_cache(void **state)
 {
-	static const unsigned sz[] = { 300 };
+	static const unsigned sz[] = { 300 }, sz1[] = { 3000 };
 	struct tbe_cfg bc = { .mode = TBE_LOOP };
-	struct uvn_drv_txq_stats t0, t1, t2, t3;
+	struct uvn_drv_txq_stats t0, t1, t1b, t2, t3;
 	struct uvn_drv_mem_info mi0, mi;
 	struct uvn_drv_cfg cfg;
 	struct ctx c;
@@ -454,6 +454,17 @@ static void test_desc_cache(void **state)
 	assert_int_equal(t1.desc_cache_hit - t0.desc_cache_hit, 10);
 	assert_int_equal(t1.desc_cache_miss - t0.desc_cache_miss, 0);
 	assert_int_equal(t1.indirect - t0.indirect, 10);
+	/* A one-segment frame in application memory takes a header slot and
+	 * its segment: a two-entry table, from the cache's small class. */
+	for (unsigned i = 100; i < 110; i++) {
+		send_one(&c, 0, 3000, i, 1);
+		recv_frames(&c, 0, sz1, 1, i, 1);
+	}
+	uvn_drv_txq_stats(c.d, 0, &t1b);
+	assert_int_equal(t1b.desc_cache_hit - t1.desc_cache_hit, 10);
+	assert_int_equal(t1b.desc_cache_miss - t1.desc_cache_miss, 0);
+	assert_int_equal(t1b.indirect - t1.indirect, 10);
+	t1 = t1b;
 
 	assert_int_equal(uvn_drv_set_opt(c.d, UVN_OPT_DESC_CACHE, 0), 0);
 	for (unsigned i = 10; i < 20; i++) {
