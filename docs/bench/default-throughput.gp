@@ -1,6 +1,6 @@
 set terminal pngcairo size 1000,600 font 'DejaVu Sans,11' noenhanced
 set output 'docs/bench/default-throughput.png'
-set title 'stream throughput by frame size' . "\n" . 'uvnet driver -> uvnetd, split ring, poll mode; 2026-11-30; load 4.81; cross-CPU far'
+set title 'stream throughput by frame size' . "\n" . 'uvnet driver -> uvnetd, split ring, poll mode; 2026-12-01; load 1.62; cross-CPU far'
 set ylabel 'Gb/s (log scale)'
 set style data histograms
 set style histogram errorbars gap 1 lw 1
@@ -16,10 +16,10 @@ set linetype 4 lc rgb '#ccbb44'
 set linetype 5 lc rgb '#66ccee'
 set linetype 6 lc rgb '#aa3377'
 set logscale y
-set yrange [0.1:*]
+set yrange [1:*]
 $data << EOD
-"64 B" 0.665182 0.665182 0.665182 1.14765 1.14765 1.14765
-"1518 B" 24.7471 24.7471 24.7471 5.39161 5.39161 5.39161
-"65535 B" 163.007 163.007 163.007 2.71179 2.71179 2.71179
+"64 B" 8.99333 8.99333 8.99333 5.79654 5.79654 5.79654
+"1518 B" 179.351 179.351 179.351 59.0324 59.0324 59.0324
+"65535 B" 1320.05 1320.05 1320.05 30.7402 30.7402 30.7402
 EOD
 plot $data using 2:3:4:xtic(1) title 'tx (driver -> device)', $data using 5:6:7 title 'rx (device -> driver)', $data using ($0 + (0 - 0.5) / 3.0):4:(sprintf('%.3g', $2)) with labels offset 0,0.6 font ',8' notitle, $data using ($0 + (1 - 0.5) / 3.0):7:(sprintf('%.3g', $5)) with labels offset 0,0.6 font ',8' notitle
