@@ -23,11 +23,9 @@
 
 #define SMALL_ENTRIES 2u
 
-static int class_init(struct drv_table_class *k, struct uvn_drv *d, unsigned count,
-		      unsigned entries, size_t stride)
+/* @count tables @stride bytes apart. */
+static int class_init(struct drv_table_class *k, struct uvn_drv *d, unsigned count, size_t stride)
 {
-	k->entries = entries;
-	k->stride = stride;
 	k->len = (size_t)count * stride;
 	k->base = uvn_arena_alloc(d->arena, k->len, CACHE_LINE);
 	k->free = calloc(count, sizeof(*k->free));
@@ -49,8 +47,8 @@ int drv_cache_init(struct drv_desc_cache *c, struct uvn_drv *d, unsigned count, 
 	c->hit = hit;
 	c->miss = miss;
 	c->count = count;
-	if (class_init(&c->cls[0], d, count, SMALL_ENTRIES, SMALL_ENTRIES * 16u) ||
-	    class_init(&c->cls[1], d, count, UVN_DRV_DESC_CACHE_MAX, big)) {
+	if (class_init(&c->cls[0], d, count, SMALL_ENTRIES * 16u) ||
+	    class_init(&c->cls[1], d, count, big)) {
 		drv_cache_fini(c);
 		return -ENOMEM;
 	}

@@ -75,16 +75,15 @@ static inline void *tok_ptr(const void *t)
 
 struct uvn_drv;
 
-/* Indirect tables: the per-queue cache (seed 002) or the shared arena. */
-/* Cached tables of one size: @entries each, carved @stride bytes apart. */
+/* Cached indirect tables of one size, carved from the arena at set-up. */
 struct drv_table_class {
 	uint8_t *base;
-	size_t len, stride;
-	unsigned entries;
+	size_t len;
 	void **free;            /* stack of free tables */
 	unsigned nfree;
 };
 
+/* Indirect tables: the per-queue cache (seed 002) or the shared arena. */
 struct drv_desc_cache {
 	struct uvn_drv *d;
 	/* [0]: two entries (a header and a segment), two tables to a cache
