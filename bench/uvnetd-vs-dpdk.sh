@@ -15,10 +15,13 @@
 #            [--rings "split packed"] [--dirs "g2h h2g"] [--uvnetd PATH] [--json]
 #            [--zerocopy on|off|auto]   (uvnetd's guest-TX zero-copy; default auto)
 #            [--baseline PATH]   (another uvnetd build in DPDK's place: A/B of two builds)
+#            [--monitor HZ|silent]  (during every uvnetd run a client runs `uvnetd ctl
+#                    PATH show queues` HZ times a second: what monitoring costs;
+#                    silent: clients connect and say nothing, one after another)
 # Needs root (DPDK), installs dpdk-dev and its vhost/virtio PMDs when missing.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-RUNS=5 SECS=8 SIZES="64 1518" RINGS="split" DIRS="g2h h2g" JSON=0 ZC=auto BASE=
+RUNS=5 SECS=8 SIZES="64 1518" RINGS="split" DIRS="g2h h2g" JSON=0 ZC=auto BASE= MON=0
 UVNETD=$HERE/../build-perf/tools/uvnetd/uvnetd
 while (($#)); do
 	case $1 in
@@ -31,7 +34,8 @@ while (($#)); do
 	--json) JSON=1; shift ;;
 	--zerocopy) ZC=$2; shift 2 ;;
 	--baseline) BASE=$2; shift 2 ;;
-	-h | --help) sed -n '2,18p' "$0"; exit 0 ;;
+	--monitor) MON=$2; shift 2 ;;
+	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -104,14 +108,42 @@ idle_share() {
 			END { if (!done) print "-" }'
 }
 
+# monitor HZ|silent: `show queues` HZ times a second, or silent clients
+# (each connected for 0.3 s), until killed
+monitor() {
+	local gap
+	if [[ $1 == silent ]]; then
+		exec python3 -c 'import socket,sys,time
+while True:
+    s = socket.socket(socket.AF_UNIX)
+    try: s.connect(sys.argv[1]); time.sleep(0.3)
+    except OSError: time.sleep(0.1)
+    s.close()' "$WORK/ctl.sock"
+	fi
+	gap=$(awk -v h="$1" 'BEGIN{printf "%.4f", 1 / h}')
+	while :; do
+		"$UVNETD" ctl "$WORK/ctl.sock" show queues >/dev/null 2>&1 || true
+		sleep "$gap"
+	done
+}
+
 one() { # one DEVICE DIR SIZE RING -> pps (uvnetd g2h: appends its idle share to $WORK/idle)
+	local mon=
 	"device_$1" "$2" "$3"
 	(
 		sleep $((SECS - 1))
 		[[ $1 == uvnetd && $2 == g2h ]] && idle_share >>"$WORK/idle"
 	) &
 	local watcher=$!
+	if [[ $MON != 0 && $1 != dpdk ]]; then
+		monitor "$MON" &
+		mon=$!
+	fi
 	virtio_user "$2" "$3" "$4"
+	if [[ -n $mon ]]; then
+		kill "$mon" 2>/dev/null || true
+		wait "$mon" 2>/dev/null || true
+	fi
 	wait "$watcher" 2>/dev/null || true
 	stop_device
 }
@@ -145,6 +177,7 @@ if [[ -n $BASE ]]; then
 	OTHER=baseline OTHER_NAME="baseline uvnetd"
 fi
 echo "# uvnetd vs ${BASE:-DPDK net_vhost}, DPDK virtio-user peer, $RUNS interleaved runs of ${SECS}s, uvnetd --zerocopy $ZC, $(date -u +%FT%TZ), $(nproc) CPUs"
+[[ $MON != 0 ]] && echo "# during every uvnetd run: ctl clients ($MON)"
 echo "# cache-line round trip CPU0<->CPU1 before: $(pingpong_regime) ns"
 printf '%-4s %5s %-6s | %-28s | %-28s | %-30s | %s\n' dir size ring "uvnetd Mpps med (min-max)" \
 	"$OTHER_NAME Mpps med (min-max)" "ratio (Gb/s uvnetd / other)" "uvnetd idle polls"

@@ -8,6 +8,11 @@
  *   set zerocopy on|off|auto
  *
  * An answer that starts with "error:" makes the client exit 1.
+ *
+ * The handler is light (main.c): the client's line is read and `show`
+ * answered beside the running workers, reading their counters as the
+ * stats timer does; `set` parks them for the change alone. A slow client
+ * so delays the control thread (200 ms at most), never the data path.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -106,13 +111,13 @@ static void show_stats(struct uvnetd *d, FILE *f, bool json)
 		json ? "{\"forwarded\":%" PRIu64 ",\"flooded\":%" PRIu64 ",\"filtered\":%" PRIu64
 		       ",\"sunk\":%" PRIu64 ",\"generated\":%" PRIu64 ",\"fdb_learned\":%" PRIu64
 		       ",\"fdb_moved\":%" PRIu64 ",\"fdb_full\":%" PRIu64 ",\"zerocopy\":\"%s\","
-		       "\"workers\":%u}\n"
+		       "\"workers\":%u,\"worker_pauses\":%" PRIu64 "}\n"
 		     : "forwarded %" PRIu64 " flooded %" PRIu64 " filtered %" PRIu64 " sunk %" PRIu64
 		       " generated %" PRIu64 "\nfdb learned %" PRIu64 " moved %" PRIu64
-		       " full %" PRIu64 "\nzerocopy %s\nworkers %u\n",
+		       " full %" PRIu64 "\nzerocopy %s\nworkers %u (parked %" PRIu64 " times)\n",
 		s->forwarded, s->flooded, s->filtered, s->sunk, s->generated,
 		(uint64_t)fdb->learned, (uint64_t)fdb->moved, (uint64_t)fdb->full,
-		zc_names[d->o.zerocopy], d->nworkers);
+		zc_names[d->o.zerocopy], d->nworkers, d->pauses);
 }
 
 static void set_zerocopy(struct uvnetd *d, const char *mode, FILE *f)
@@ -123,10 +128,12 @@ static void set_zerocopy(struct uvnetd *d, const char *mode, FILE *f)
 		fputs("error: set zerocopy on|off|auto\n", f);
 		return;
 	}
+	uvnetd_quiesce(d);
 	d->o.zerocopy = m;
 	for (unsigned i = 0; i < d->nports; i++)
 		if (!strcmp(d->ports[i]->ops->kind, "vhost-user"))
 			uvn_port_vhost_set_zerocopy(d->ports[i], m);
+	uvnetd_resume(d);
 	fprintf(f, "zerocopy %s\n", zc_names[m]);
 }
 
@@ -206,7 +213,7 @@ int uvnetd_ctl_start(struct uvnetd *d, const char *path)
 		close(fd);
 		return r;
 	}
-	d->ctl_h = (struct uvn_handler){ .fd = fd, .fn = on_client, .ctx = d };
+	d->ctl_h = (struct uvn_handler){ .fd = fd, .fn = on_client, .ctx = d, .light = true };
 	r = uvn_loop_add(d->loop, &d->ctl_h, EPOLLIN);
 	if (r) {
 		close(fd);

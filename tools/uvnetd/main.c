@@ -3,7 +3,8 @@
  * uvnetd: set up ports and the forwarding mode, start the data-path
  * workers, and run the control path (vhost-user sockets, timers, signals,
  * the control socket) on this thread until SIGINT/SIGTERM. Control work
- * runs with the workers parked, so it may change anything they use.
+ * runs with the workers parked, so it may change anything they use; only
+ * handlers that read counters (or park the workers themselves) do not.
  */
 #include <errno.h>
 #include <signal.h>
@@ -40,8 +41,9 @@ static void on_stats(struct uvn_handler *h, uint32_t events)
 /* Control events wait here while the workers run; they are handled with
  * the workers parked, and queues are given out again afterwards. Light
  * handlers (the stats timer reads counters, a port's drain timer empties
- * rings no worker has) run beside the workers: parking them costs each a
- * wake-up, and those timers fire 5-10 times a second. */
+ * rings no worker has, the control socket parks them only for `set`) run
+ * beside the workers: parking them costs each a wake-up, those timers fire
+ * 5-10 times a second, and a monitor polls `show` as often as it likes. */
 static void control_loop(struct uvnetd *d)
 {
 	while (!atomic_load(&d->stop)) {

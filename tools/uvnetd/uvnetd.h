@@ -70,6 +70,8 @@ struct uvnetd {
 	unsigned nworkers;
 	_Atomic bool pause, stop;
 	_Atomic unsigned pause_gen;
+	unsigned park_depth;          /* control thread: nested quiesce calls */
+	uint64_t pauses;              /* times the workers were parked */
 	struct uvn_handler sig_h, stats_h, ctl_h;
 	/* stats: the previous interval's totals */
 	struct uvn_port_stats last[UVNETD_MAX_PORTS];
@@ -84,7 +86,8 @@ int uvnetd_parse_zc(const char *s, int *mode);
 /* Data-path threads (worker.c). */
 int uvnetd_workers_start(struct uvnetd *d);
 void uvnetd_workers_stop(struct uvnetd *d);
-/* Park every worker (returns once none is in the data path) / let them go. */
+/* Park every worker (returns once none is in the data path) / let them go.
+ * Calls nest: only the outermost pair parks and releases. */
 void uvnetd_quiesce(struct uvnetd *d);
 void uvnetd_resume(struct uvnetd *d);
 /* Give every port's rx queues to workers (quiesced). */

@@ -133,8 +133,9 @@ void uvnetd_quiesce(struct uvnetd *d)
 {
 	unsigned gen;
 
-	if (!d->nworkers)
+	if (d->park_depth++ || !d->nworkers)
 		return;
+	d->pauses++;
 	gen = atomic_fetch_add(&d->pause_gen, 1) + 1;
 	/* The generation first: a worker that sees pause reads it after. */
 	atomic_store(&d->pause, true);
@@ -154,6 +155,8 @@ void uvnetd_quiesce(struct uvnetd *d)
 
 void uvnetd_resume(struct uvnetd *d)
 {
+	if (--d->park_depth)
+		return;
 	atomic_store(&d->pause, false);
 }
 

@@ -1,7 +1,8 @@
 #!/bin/bash
 # uvnetd's live control socket: show ports|queues|fdb|stats (text and JSON),
-# set zerocopy, bad commands refused with exit status 1, the socket removed
-# at exit. No frontend needed.
+# set zerocopy, bad commands refused with exit status 1, `show` and silent
+# clients never parking the workers, the socket removed at exit. No
+# frontend needed.
 # Usage: test_ctl.sh UVNETD
 set -euo pipefail
 UVNETD=$1
@@ -31,9 +32,16 @@ python3 -c 'import json,sys; assert json.loads(sys.argv[1])=={"fdb":[]}' "$json"
 json=$(ctl show stats --json)
 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["zerocopy"]=="auto" and d["workers"]==1' "$json" ||
 	fail "show stats --json: $json"
+# `show` runs beside the workers; `set` parks them once, for the change
+pauses() { ctl show stats --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["worker_pauses"])'; }
+p0=$(pauses)
+ctl show ports >/dev/null && ctl show queues >/dev/null && ctl show fdb >/dev/null
+[[ $(pauses) == "$p0" ]] || fail "show parked the workers ($p0 -> $(pauses))"
 [[ $(ctl set zerocopy off) == "zerocopy off" ]] || fail "set zerocopy off"
 grep -q '"zerocopy":"off"' <<<"$(ctl show stats --json)" || fail "zerocopy not off"
+[[ $(pauses) == $((p0 + 1)) ]] || fail "set zerocopy: workers parked $p0 -> $(pauses) times, want one more"
 if ctl set zerocopy sideways 2>/dev/null; then fail "bad mode accepted"; fi
+[[ $(pauses) == $((p0 + 1)) ]] || fail "a refused set parked the workers"
 if ctl show nothing 2>/dev/null; then fail "bad command accepted"; fi
 # a client that connects and says nothing does not stall the daemon
 python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(1)' "$DIR/ctl.sock" &
@@ -41,6 +49,7 @@ SILENT=$!
 sleep 0.1
 [[ $(ctl set zerocopy on) == "zerocopy on" ]] || fail "daemon stalled by a silent client"
 wait "$SILENT"
+[[ $(pauses) == $((p0 + 2)) ]] || fail "a silent client parked the workers"
 kill -TERM "$PID"
 wait "$PID" || fail "uvnetd exit status"
 PID=
