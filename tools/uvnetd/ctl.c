@@ -9,12 +9,15 @@
  *
  * An answer that starts with "error:" makes the client exit 1.
  *
- * The handler is light (main.c): the client's line is read and `show`
+ * The handlers are light (main.c): a client's line is gathered and `show`
  * answered beside the running workers, reading their counters as the
- * stats timer does; `set` parks them for the change alone. A slow client
- * so delays the control thread (200 ms at most), never the data path.
+ * stats timer does; `set` parks them for the change alone. Connections
+ * are non-blocking, up to UVNETD_CTL_CLIENTS at once (a new one closes
+ * the oldest), so a slow client delays neither the data path nor the
+ * control thread; only one that does not read its answer gets 200 ms.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +31,6 @@
 #include "util/log.h"
 #include "util/sys.h"
 #include "uvnetd.h"
-
-#define LINE_MAX_LEN 256
 
 static const char *const zc_names[] = { [UVN_ZC_OFF] = "off", [UVN_ZC_ON] = "on",
 					[UVN_ZC_AUTO] = "auto" };
@@ -158,42 +159,79 @@ static void execute(struct uvnetd *d, char *line, FILE *f)
 	fputs("error: commands: show ports|queues|fdb|stats [--json], set zerocopy on|off|auto\n", f);
 }
 
-static void on_client(struct uvn_handler *h, uint32_t events)
+/* Send the whole answer; a client that does not read it gets 200 ms. */
+static void answer(int fd, const char *out, size_t len)
 {
-	struct uvnetd *d = h->ctx;
 	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
-	char line[LINE_MAX_LEN];
+	uint64_t deadline = uvn_now_ns() + 200000000ull;
+
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	for (size_t off = 0; off < len && uvn_now_ns() < deadline;) {
+		ssize_t w = write(fd, out + off, len - off);
+
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+}
+
+static void conn_close(struct uvnetd_ctl_conn *c)
+{
+	uvn_loop_del(c->d->loop, &c->h);
+	close(c->h.fd);
+	c->h.fd = -1;
+}
+
+/* The client's bytes so far; once the line is whole, answer and hang up. */
+static void on_conn(struct uvn_handler *h, uint32_t events)
+{
+	struct uvnetd_ctl_conn *c = h->ctx;
+	ssize_t n = read(h->fd, c->line + c->len, sizeof(c->line) - 1 - c->len);
 	char *out = NULL;
 	size_t outlen = 0;
-	ssize_t n;
 	FILE *f;
-	int fd;
 
 	(void)events;
-	fd = accept4(h->fd, NULL, NULL, SOCK_CLOEXEC);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0)
+		c->len += (unsigned)n;
+	c->line[c->len] = 0;
+	/* Wait for the newline, unless the client is done or the line full. */
+	if (n > 0 && !strchr(c->line, '\n') && c->len < sizeof(c->line) - 1)
+		return;
+	if (c->len && (f = open_memstream(&out, &outlen))) {
+		execute(c->d, c->line, f);
+		fclose(f);
+		answer(h->fd, out, outlen);
+		free(out);
+	}
+	conn_close(c);
+}
+
+/* A new client takes a free slot, or the oldest one's: clients that
+ * connect and say nothing hold a slot, never the control thread. */
+static void on_accept(struct uvn_handler *h, uint32_t events)
+{
+	struct uvnetd *d = h->ctx;
+	struct uvnetd_ctl_conn *c = &d->ctl_conn[0];
+	int fd = accept4(h->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	(void)events;
 	if (fd < 0)
 		return;
-	/* A client that connects and says nothing must not stall the daemon. */
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	n = read(fd, line, sizeof(line) - 1);
-	if (n > 0) {
-		line[n] = 0;
-		f = open_memstream(&out, &outlen);
-		if (f) {
-			execute(d, line, f);
-			fclose(f);
-			for (size_t off = 0; off < outlen;) {
-				ssize_t w = write(fd, out + off, outlen - off);
-
-				if (w <= 0)
-					break;
-				off += (size_t)w;
-			}
-			free(out);
-		}
+	for (unsigned i = 0; i < UVNETD_CTL_CLIENTS && c->h.fd >= 0; i++)
+		if (d->ctl_conn[i].h.fd < 0 || d->ctl_conn[i].seq < c->seq)
+			c = &d->ctl_conn[i];
+	if (c->h.fd >= 0)
+		conn_close(c);
+	*c = (struct uvnetd_ctl_conn){ .h = { .fd = fd, .fn = on_conn, .ctx = c, .light = true },
+				       .d = d, .seq = ++d->ctl_seq };
+	if (uvn_loop_add(d->loop, &c->h, EPOLLIN)) {
+		close(fd);
+		c->h.fd = -1;
 	}
-	close(fd);
 }
 
 int uvnetd_ctl_start(struct uvnetd *d, const char *path)
@@ -213,7 +251,9 @@ int uvnetd_ctl_start(struct uvnetd *d, const char *path)
 		close(fd);
 		return r;
 	}
-	d->ctl_h = (struct uvn_handler){ .fd = fd, .fn = on_client, .ctx = d, .light = true };
+	for (unsigned i = 0; i < UVNETD_CTL_CLIENTS; i++)
+		d->ctl_conn[i].h.fd = -1;
+	d->ctl_h = (struct uvn_handler){ .fd = fd, .fn = on_accept, .ctx = d, .light = true };
 	r = uvn_loop_add(d->loop, &d->ctl_h, EPOLLIN);
 	if (r) {
 		close(fd);
@@ -226,6 +266,9 @@ void uvnetd_ctl_stop(struct uvnetd *d)
 {
 	if (d->ctl_h.fd < 0)
 		return;
+	for (unsigned i = 0; i < UVNETD_CTL_CLIENTS; i++)
+		if (d->ctl_conn[i].h.fd >= 0)
+			conn_close(&d->ctl_conn[i]);
 	uvn_loop_del(d->loop, &d->ctl_h);
 	close(d->ctl_h.fd);
 	d->ctl_h.fd = -1;
@@ -235,7 +278,7 @@ void uvnetd_ctl_stop(struct uvnetd *d)
 int uvnetd_ctl_client(int argc, char **argv)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char cmd[LINE_MAX_LEN] = "", buf[4096];
+	char cmd[UVNETD_CTL_LINE] = "", buf[4096];
 	bool error = false, first = true;
 	ssize_t n;
 	int fd;

@@ -16,6 +16,8 @@
 #define UVNETD_MAX_PORTS UVN_FWD_MAX_PORTS
 #define UVNETD_MAX_WORKERS 64
 #define UVNETD_MAX_SRCS 256
+#define UVNETD_CTL_CLIENTS 8   /* control connections open at once */
+#define UVNETD_CTL_LINE 256    /* longest command line */
 
 struct uvnetd_opts {
 	const char *port_specs[UVNETD_MAX_PORTS];
@@ -37,6 +39,15 @@ struct uvnetd_opts {
 
 struct uvnetd;
 struct uvnetd_worker;
+
+/* A control connection: its command line, gathered until '\n'. */
+struct uvnetd_ctl_conn {
+	struct uvn_handler h;
+	struct uvnetd *d;
+	uint64_t seq;                 /* accept order: the oldest goes first */
+	unsigned len;
+	char line[UVNETD_CTL_LINE];
+};
 
 /* An rx queue a worker serves. */
 struct uvnetd_src {
@@ -73,6 +84,8 @@ struct uvnetd {
 	unsigned park_depth;          /* control thread: nested quiesce calls */
 	uint64_t pauses;              /* times the workers were parked */
 	struct uvn_handler sig_h, stats_h, ctl_h;
+	struct uvnetd_ctl_conn ctl_conn[UVNETD_CTL_CLIENTS];
+	uint64_t ctl_seq;
 	/* stats: the previous interval's totals */
 	struct uvn_port_stats last[UVNETD_MAX_PORTS];
 	uint64_t last_ns, start_ns;

@@ -50,6 +50,37 @@ sleep 0.1
 [[ $(ctl set zerocopy on) == "zerocopy on" ]] || fail "daemon stalled by a silent client"
 wait "$SILENT"
 [[ $(pauses) == $((p0 + 2)) ]] || fail "a silent client parked the workers"
+# Connections are served side by side: a line sent in two pieces is one
+# command, answered after another client's; ten silent clients hold at
+# most all slots, the oldest closed first.
+python3 - "$DIR/ctl.sock" "$UVNETD" <<'PY' || fail "concurrent clients"
+import socket, subprocess, sys
+path, uvnetd = sys.argv[1:]
+def conn():
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)  # blocking: waits while the backlog is full
+    s.settimeout(5)
+    return s
+silent = [conn() for _ in range(10)]
+a = conn()
+a.sendall(b"show sta")
+out = subprocess.run([uvnetd, "ctl", path, "show", "ports"], capture_output=True, text=True, timeout=5)
+assert out.returncode == 0 and out.stdout.count("vhost:") == 2, out
+a.sendall(b"ts\n")
+ans = b"".join(iter(lambda: a.recv(4096), b"")).decode()
+assert ans.startswith("forwarded "), ans
+# 8 slots: the 10 silent ones, a and the show took 12, so the four oldest
+# silent clients were closed, the rest still wait
+for i, s in enumerate(silent[:4]):
+    assert s.recv(1) == b"", i
+for s in silent[4:]:
+    s.setblocking(False)
+    try:
+        s.recv(1)
+        raise AssertionError("a waiting client was closed")
+    except BlockingIOError:
+        pass
+PY
 kill -TERM "$PID"
 wait "$PID" || fail "uvnetd exit status"
 PID=
