@@ -57,7 +57,7 @@ int drv_cache_init(struct drv_desc_cache *c, struct uvn_drv *d, unsigned count, 
 
 void drv_cache_fini(struct drv_desc_cache *c)
 {
-	for (unsigned i = 0; i < 2; i++) {
+	for (unsigned i = 0; i < DRV_TABLE_CLASSES; i++) {
 		struct drv_table_class *k = &c->cls[i];
 
 		if (k->base)
@@ -71,7 +71,7 @@ void drv_cache_fini(struct drv_desc_cache *c)
 /* The class that carved @t, or NULL. */
 static struct drv_table_class *owner(struct drv_desc_cache *c, const void *t)
 {
-	for (unsigned i = 0; i < 2; i++)
+	for (unsigned i = 0; i < DRV_TABLE_CLASSES; i++)
 		if ((uintptr_t)t - (uintptr_t)c->cls[i].base < c->cls[i].len)
 			return &c->cls[i];
 	return NULL;

@@ -75,6 +75,8 @@ static inline void *tok_ptr(const void *t)
 
 struct uvn_drv;
 
+#define DRV_TABLE_CLASSES 2
+
 /* Cached indirect tables of one size, carved from the arena at set-up. */
 struct drv_table_class {
 	uint8_t *base;
@@ -88,7 +90,7 @@ struct drv_desc_cache {
 	struct uvn_drv *d;
 	/* [0]: two entries (a header and a segment), two tables to a cache
 	 * line; [1]: up to UVN_DRV_DESC_CACHE_MAX entries */
-	struct drv_table_class cls[2];
+	struct drv_table_class cls[DRV_TABLE_CLASSES];
 	unsigned count;         /* tables per class */
 	uint64_t *hit, *miss;   /* the owning queue's counters */
 	uint64_t arena_out;     /* tables allocated from the arena and not freed */

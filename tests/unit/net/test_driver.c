@@ -192,6 +192,17 @@ static void recv_frames(struct ctx *c, unsigned q, const unsigned *sizes, unsign
 	}
 }
 
+/* Send @n frames of @len bytes in @segs pieces on @q, seq @first on, each
+ * received back (the loop backend) before the next goes out. */
+static void echo_each(struct ctx *c, unsigned q, unsigned len, unsigned segs, unsigned first,
+		      unsigned n)
+{
+	for (unsigned i = first; i < first + n; i++) {
+		send_one(c, q, len, i, segs);
+		recv_frames(c, q, &len, 1, i, 1);
+	}
+}
+
 /* Everything back: no fragment out, every packet object free, no table left. */
 static void check_returned(struct ctx *c, size_t arena_start)
 {
@@ -340,7 +351,7 @@ static const struct cell cells[] = {
  * with MTU-only sizing; EWMA follows the frame sizes. */
 static void test_mrg_sizing(void **state)
 {
-	static const unsigned one[] = { 1514 }, jumbo[] = { 3800 };
+	static const unsigned one[] = { 1514 };
 	struct tbe_cfg bc = { .mode = TBE_LOOP };
 	struct uvn_drv_rxq_stats rs0, rs1, rs2;
 	struct uvn_drv_cfg cfg;
@@ -362,10 +373,7 @@ static void test_mrg_sizing(void **state)
 	/* Before the seed: buffers hold 1518 bytes, the header does not fit too. */
 	assert_int_equal(uvn_drv_set_opt(c.d, UVN_OPT_MRG_SIZING, UVN_MRG_MTU_ONLY), 0);
 	/* Buffers already posted keep their size: cycle the ring once. */
-	for (unsigned i = 20; i < 20 + 256; i++) {
-		send_one(&c, 0, 60, i, 1);
-		recv_frames(&c, 0, (const unsigned[]){ 60 }, 1, i, 1);
-	}
+	echo_each(&c, 0, 60, 1, 20, 256);
 	assert_int_equal(uvn_drv_mrg_buf_len(c.d, 0), 1518);
 	uvn_drv_rxq_stats(c.d, 0, &rs1);
 	for (unsigned i = 0; i < 20; i++)
@@ -378,10 +386,7 @@ static void test_mrg_sizing(void **state)
 	/* EWMA: large frames grow the buffers, up to a page. */
 	assert_int_equal(uvn_drv_set_opt(c.d, UVN_OPT_MRG_SIZING, UVN_MRG_EWMA), 0);
 	assert_int_equal(uvn_drv_mrg_buf_len(c.d, 0), 1536);
-	for (unsigned i = 0; i < 400; i++) {
-		send_one(&c, 0, 3800, 2000 + i, 1);
-		recv_frames(&c, 0, jumbo, 1, 2000 + i, 1);
-	}
+	echo_each(&c, 0, 3800, 1, 2000, 400);
 	assert_true(uvn_drv_mrg_buf_len(c.d, 0) > 3000);
 	assert_true(uvn_drv_mrg_buf_len(c.d, 0) <= 4096);
 	uvn_drv_stop(c.d);
@@ -430,7 +435,6 @@ static void test_deferred_switch(void **state)
  * from the arena per packet when the cache is off or the table too big. */
 static void test_desc_cache(void **state)
 {
-	static const unsigned sz[] = { 300 }, sz1[] = { 3000 };
 	struct tbe_cfg bc = { .mode = TBE_LOOP };
 	struct uvn_drv_txq_stats t0, t1, t1b, t2, t3;
 	struct uvn_drv_mem_info mi0, mi;
@@ -445,10 +449,7 @@ static void test_desc_cache(void **state)
 	open_drv(&c, &cfg);
 	assert_true(uvn_drv_features(c.d) & F(VIRTIO_RING_F_INDIRECT_DESC));
 	uvn_drv_txq_stats(c.d, 0, &t0);
-	for (unsigned i = 0; i < 10; i++) {
-		send_one(&c, 0, 300, i, 3);
-		recv_frames(&c, 0, sz, 1, i, 1);
-	}
+	echo_each(&c, 0, 300, 3, 0, 10);
 	uvn_drv_mem_info(c.d, 0, &mi0);
 	uvn_drv_txq_stats(c.d, 0, &t1);
 	assert_int_equal(t1.desc_cache_hit - t0.desc_cache_hit, 10);
@@ -456,10 +457,7 @@ static void test_desc_cache(void **state)
 	assert_int_equal(t1.indirect - t0.indirect, 10);
 	/* A one-segment frame in application memory takes a header slot and
 	 * its segment: a two-entry table, from the cache's small class. */
-	for (unsigned i = 100; i < 110; i++) {
-		send_one(&c, 0, 3000, i, 1);
-		recv_frames(&c, 0, sz1, 1, i, 1);
-	}
+	echo_each(&c, 0, 3000, 1, 100, 10);
 	uvn_drv_txq_stats(c.d, 0, &t1b);
 	assert_int_equal(t1b.desc_cache_hit - t1.desc_cache_hit, 10);
 	assert_int_equal(t1b.desc_cache_miss - t1.desc_cache_miss, 0);
@@ -467,10 +465,7 @@ static void test_desc_cache(void **state)
 	t1 = t1b;
 
 	assert_int_equal(uvn_drv_set_opt(c.d, UVN_OPT_DESC_CACHE, 0), 0);
-	for (unsigned i = 10; i < 20; i++) {
-		send_one(&c, 0, 300, i, 3);
-		recv_frames(&c, 0, sz, 1, i, 1);
-	}
+	echo_each(&c, 0, 300, 3, 10, 10);
 	uvn_drv_txq_stats(c.d, 0, &t2);
 	assert_int_equal(t2.desc_cache_hit - t1.desc_cache_hit, 0);
 	assert_int_equal(t2.desc_cache_miss - t1.desc_cache_miss, 10);
@@ -481,10 +476,7 @@ static void test_desc_cache(void **state)
 	assert_int_equal(uvn_drv_set_opt(c.d, UVN_OPT_DESC_CACHE_THR, 0), -EINVAL);
 	assert_int_equal(uvn_drv_set_opt(c.d, UVN_OPT_DESC_CACHE_THR, UVN_DRV_DESC_CACHE_MAX + 1),
 			 -EINVAL);
-	for (unsigned i = 20; i < 30; i++) {
-		send_one(&c, 0, 300, i, 3);
-		recv_frames(&c, 0, sz, 1, i, 1);
-	}
+	echo_each(&c, 0, 300, 3, 20, 10);
 	uvn_drv_txq_stats(c.d, 0, &t3);
 	assert_int_equal(t3.desc_cache_miss - t2.desc_cache_miss, 10);
 	/* Every arena table went back: the arena holds what it held before. */
