@@ -35,7 +35,14 @@ if ((PERF)); then
 	"$HERE/../scripts/deps.sh" linux-perf
 fi
 WORK=$(mktemp -d /tmp/uvn-zc.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+# cpu_samples runs in a subshell: it leaves the PID of the uvnet-perf run it
+# profiles in bg.pid, for an interrupted script to stop it.
+cleanup() {
+	[[ -s $WORK/bg.pid ]] && kill "$(cat "$WORK/bg.pid")" 2>/dev/null
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 run() { # run ZC SIZE -> "sd gbps drops sent" of one run
 	"$PERFTOOL" stream --pair --uvnetd "$UVNETD" --zerocopy "$1" -s "$2" -M event --merge-size adaptive \
@@ -54,6 +61,7 @@ cpu_samples() {
 	"$PERFTOOL" stream --pair --uvnetd "$UVNETD" --zerocopy "$1" -s "$2" -M event --merge-size adaptive \
 		-l $((SECS + 2)) -w 1 --rate "$RATE" --burst 8 $DIRTY -q >/dev/null 2>&1 &
 	local p=$! pid=
+	echo "$p" >"$WORK/bg.pid"
 	for _ in $(seq 50); do
 		pid=$(pgrep -P "$p" -x "$(basename "$UVNETD")" || true)
 		[[ -n $pid ]] && break
@@ -62,6 +70,7 @@ cpu_samples() {
 	sleep 1.5
 	[[ -n $pid ]] && perf record -q -F 2000 -o "$WORK/perf.data" -p "$pid" -- sleep "$SECS" >/dev/null 2>&1 || true
 	wait "$p" || true
+	rm -f "$WORK/bg.pid"
 	perf report -n -q -i "$WORK/perf.data" --stdio --no-children --sort sym 2>/dev/null |
 		awk '$2 ~ /^[0-9]+$/ { all += $2; if (/memmove|memcpy/) c += $2 }
 			END { printf "all %d, copies %d (%.0f %%)", all, c, all ? 100 * c / all : 0 }'
