@@ -162,10 +162,12 @@ static void finish(struct ctx *c)
 	uvn_drv_rxq_stats(c->d, 0, &rs);
 	uvn_drv_txq_stats(c->d, 0, &ts);
 	printf("rx_packets=%llu rx_drops=%llu rx_mrg_multi=%llu tx_packets=%llu tx_drops=%llu "
-	       "tx_indirect=%llu rx_bufs_posted=%llu rx_bufs_used=%llu rx_refill_fail=%llu\n",
+	       "tx_indirect=%llu tx_desc_cache_hit=%llu rx_bufs_posted=%llu rx_bufs_used=%llu "
+	       "rx_refill_fail=%llu\n",
 	       (unsigned long long)rs.packets, (unsigned long long)rs.drops,
 	       (unsigned long long)rs.mrg_multi, (unsigned long long)ts.packets,
 	       (unsigned long long)ts.drops, (unsigned long long)ts.indirect,
+	       (unsigned long long)ts.desc_cache_hit,
 	       (unsigned long long)rs.bufs_posted, (unsigned long long)rs.bufs_used,
 	       (unsigned long long)rs.refill_fail);
 	if (c->big)

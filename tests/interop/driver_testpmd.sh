@@ -4,7 +4,8 @@
 # connects once per job). For every ring layout x rx mode (mergeable on for
 # "mergeable", off for "small"/"big") x indirect on/off, counters cleared
 # before each job:
-#   rxonly:  the driver sends N frames (mixed sizes)   -> testpmd rx == N
+#   rxonly:  the driver sends N frames (mixed sizes)   -> testpmd rx == N; with
+#            indirect on, frames above 2 KB in indirect tables, all cached
 #   txonly:  testpmd sends for ~1 s, then stops        -> driver rx == testpmd tx,
 #            every frame testpmd's IPv4/UDP template
 #   macswap: N frames out and back                     -> contents exact with the
@@ -87,6 +88,17 @@ for ring in split packed; do
 			uvn_assert_eq "$cell: RING_PACKED negotiated" $(((f >> 34) & 1)) $([[ $ring == packed ]] && echo 1 || echo 0)
 			uvn_assert_eq "$cell: MRG_RXBUF negotiated" $(((f >> 15) & 1)) $([[ $mode == mergeable ]] && echo 1 || echo 0)
 			uvn_assert_eq "$cell: INDIRECT_DESC negotiated" $(((f >> 28) & 1)) "$ind"
+			# Frames above 2 KB go out from application memory behind a
+			# header slot: a two-entry indirect table, from the cache's
+			# small class (seed 002), which net_vhost must read right.
+			n=$(kv tx_indirect "$UVN_LOG_DIR/$tag-send.log")
+			h=$(kv tx_desc_cache_hit "$UVN_LOG_DIR/$tag-send.log")
+			if [[ $ind == 1 && $mode != small ]]; then
+				((n > 0 && h == n)) || uvn_die "$cell: indirect tables $n, from the cache $h"
+				uvn_log "ok: $cell: $n indirect tables, all from the cache"
+			else
+				uvn_assert_eq "$cell: indirect tables" "$n" 0
+			fi
 
 			# txonly: every frame testpmd put into our ring, and nothing else
 			set_fwd txonly
