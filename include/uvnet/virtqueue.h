@@ -59,6 +59,8 @@ enum uvn_vq_err {
 	UVN_VQ_E_USED_ID,          /**< driver half: device returned an id that is not in flight */
 	UVN_VQ_E_USED_LEN,         /**< driver half: used length larger than the writable buffer */
 	UVN_VQ_E_USED_IDX,         /**< driver half: used index moved past the buffers in flight */
+	UVN_VQ_E_OVERRUN,          /**< device half: more ring slots available than the ring has
+	                                (the driver reused slots not yet returned) */
 	UVN_VQ_E_INVAL,            /**< bad argument from the caller (not counted, queue not broken) */
 	UVN_VQ_E_NOSPC,            /**< not enough free descriptors (not counted, queue not broken) */
 	UVN_VQ_E__COUNT

@@ -29,6 +29,7 @@ static const char *const errstr[UVN_VQ_E__COUNT] = {
 	[UVN_VQ_E_USED_ID] = "used id not in flight",
 	[UVN_VQ_E_USED_LEN] = "used length larger than the buffer",
 	[UVN_VQ_E_USED_IDX] = "used index moved past the buffers in flight",
+	[UVN_VQ_E_OVERRUN] = "more ring slots available than the ring has",
 	[UVN_VQ_E_INVAL] = "invalid argument",
 	[UVN_VQ_E_NOSPC] = "no free descriptors",
 };
@@ -67,6 +68,7 @@ const struct uvn_stat_desc uvn_vq_stats_desc[] = {
 	ERRSTAT(UVN_VQ_E_USED_ID, "used_id"),
 	ERRSTAT(UVN_VQ_E_USED_LEN, "used_len"),
 	ERRSTAT(UVN_VQ_E_USED_IDX, "used_idx"),
+	ERRSTAT(UVN_VQ_E_OVERRUN, "overrun"),
 	{ NULL, 0 },
 };
 
@@ -406,13 +408,37 @@ int uvn_vq_dev_avail(struct uvn_vq_dev *vq)
 	return vq->packed ? uvn_packed_dev_avail(vq) : uvn_split_dev_avail(vq);
 }
 
+/* Ring slots a chain occupies until its used entry is published. */
+static uint16_t chain_slots(const struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch)
+{
+	return vq->packed ? ch->ndesc : 1;
+}
+
 int uvn_vq_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
 		   unsigned iov_max)
 {
+	uint16_t slots;
+	int r;
+
 	if (UVN_UNLIKELY(vq->err))
 		return vq->err;
-	return vq->packed ? uvn_packed_dev_pop(vq, ch, iov, iov_max)
-			  : uvn_split_dev_pop(vq, ch, iov, iov_max);
+	r = vq->packed ? uvn_packed_dev_pop(vq, ch, iov, iov_max)
+		       : uvn_split_dev_pop(vq, ch, iov, iov_max);
+	if (r <= 0)
+		return r;
+	/*
+	 * A driver reuses a slot only after it saw the slot used, so the
+	 * slots popped and not yet published never exceed the ring. Only a
+	 * driver that flips descriptor flags or indices behind our back gets
+	 * past this, and then the used position the batches accumulate could
+	 * leave the ring (PITFALLS 20): this bound keeps every used write in
+	 * range by construction.
+	 */
+	slots = chain_slots(vq, ch);
+	if (UVN_UNLIKELY(vq->held + slots > vq->num))
+		return uvn_vq_dev_fail(vq, UVN_VQ_E_OVERRUN);
+	vq->held = (uint16_t)(vq->held + slots);
+	return 1;
 }
 
 void uvn_vq_dev_unpop(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch)
@@ -420,6 +446,7 @@ void uvn_vq_dev_unpop(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch)
 	if (UVN_UNLIKELY(vq->err))
 		return;
 	vq->st.bufs--;
+	vq->held = (uint16_t)(vq->held - chain_slots(vq, ch));
 	if (!vq->packed) {
 		vq->split.last_avail--;
 		return;
@@ -439,6 +466,7 @@ void uvn_vq_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint3
 	/* A broken queue's ring is not written any more. */
 	if (UVN_UNLIKELY(vq->err))
 		return;
+	vq->pushed = (uint16_t)(vq->pushed + chain_slots(vq, ch));
 	if (vq->packed)
 		uvn_packed_dev_push(vq, ch, len);
 	else
@@ -462,6 +490,9 @@ bool uvn_vq_dev_flush(struct uvn_vq_dev *vq)
 {
 	if (UVN_UNLIKELY(vq->err))
 		return false;
+	/* What was pushed is the driver's again once published. */
+	vq->held = (uint16_t)(vq->held - vq->pushed);
+	vq->pushed = 0;
 	return vq->packed ? uvn_packed_dev_flush(vq) : uvn_split_dev_flush(vq);
 }
 

@@ -80,6 +80,10 @@ struct uvn_vq_dev {
 	void *xlate_ctx;
 	/* staged used elements not yet published */
 	uint16_t staged;
+	/* ring slots (split: chains; packed: descriptors) popped and not yet
+	 * published as used, and of those the ones pushed since the last flush:
+	 * held <= num always (uvn_vq_dev_pop) */
+	uint16_t held, pushed;
 	/* IN_ORDER batch not yet written: chains, id/len of the last one */
 	uint16_t batch_n;
 	uint16_t batch_id;

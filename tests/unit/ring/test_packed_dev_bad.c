@@ -392,6 +392,87 @@ static void not_available(void **state)
 	tq_teardown(&q);
 }
 
+/*
+ * A driver that makes slots available again before the device returned
+ * them (flipping AVAIL/USED on the next lap) while the device batches
+ * IN_ORDER used elements without a flush in between: once the ring is
+ * full the next pop breaks the queue instead of letting the batch carry
+ * the used position past the ring (it used to reach num * laps).
+ */
+static void overrun_between_flushes(void **state)
+{
+	struct pkdrv d = { 0, true };
+	struct uvn_vq_chain ch;
+	struct iovec iov[2];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_PACKED | F_IN_ORDER, TQ_DEV);
+	uvn_vq_dev_set_batch_used(q.dev, true);
+	uint64_t a = tbuf(&q, 8);
+	const struct tdesc ds[1] = { { a, 8, 0 } };
+
+	for (unsigned i = 0; i < 4; i++) {
+		pk_chain(&q, &d, ds, 1, (uint16_t)i);
+		assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 2), 1);
+		uvn_vq_dev_push(q.dev, &ch, 0);
+	}
+	pk_chain(&q, &d, ds, 1, 0); /* slot 0 again, its used element unpublished */
+	expect_pop_fails(&q, UVN_VQ_E_OVERRUN, 2);
+	assert_true((uvn_vq_dev_used_state(q.dev) & 0x7fff) < 4);
+	tq_teardown(&q);
+}
+
+/* Slots popped and still held (not pushed) count as well. */
+static void overrun_while_held(void **state)
+{
+	struct pkdrv d = { 0, true };
+	struct uvn_vq_chain ch;
+	struct iovec iov[4];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 5, F_PACKED, TQ_DEV);
+	uint64_t a = tbuf(&q, 8);
+	const struct tdesc two[2] = { { a, 8, 0 }, { a, 8, 0 } };
+
+	pk_chain(&q, &d, two, 2, 0);
+	pk_chain(&q, &d, two, 2, 1);
+	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 4), 1);
+	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 4), 1);
+	pk_chain(&q, &d, two, 2, 2); /* positions 4 and 0: one slot too many */
+	expect_pop_fails(&q, UVN_VQ_E_OVERRUN, 4);
+	tq_teardown(&q);
+}
+
+/* A flush gives the slots back: the next lap pops as before. */
+static void full_laps_with_flushes(void **state)
+{
+	struct pkdrv d = { 0, true };
+	struct uvn_vq_chain ch;
+	struct iovec iov[2];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 3, F_PACKED | F_IN_ORDER, TQ_DEV);
+	uvn_vq_dev_set_batch_used(q.dev, true);
+	uint64_t a = tbuf(&q, 8);
+	const struct tdesc ds[1] = { { a, 8, 0 } };
+
+	for (unsigned lap = 0; lap < 5; lap++) {
+		for (unsigned i = 0; i < 3; i++) {
+			pk_chain(&q, &d, ds, 1, (uint16_t)i);
+			assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 2), 1);
+			uvn_vq_dev_push(q.dev, &ch, 0);
+		}
+		uvn_vq_dev_flush(q.dev);
+	}
+	assert_int_equal(uvn_vq_dev_error(q.dev), 0);
+	/* five laps of three: position 0, wrap counter flipped five times */
+	assert_int_equal(uvn_vq_dev_used_state(q.dev), 0);
+	tq_teardown(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -418,6 +499,9 @@ int main(void)
 		cmocka_unit_test(zero_len_in_table),
 		cmocka_unit_test(iov_too_small),
 		cmocka_unit_test(not_available),
+		cmocka_unit_test(overrun_between_flushes),
+		cmocka_unit_test(overrun_while_held),
+		cmocka_unit_test(full_laps_with_flushes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

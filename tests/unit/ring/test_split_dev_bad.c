@@ -457,6 +457,60 @@ static void iov_too_small_for_pieces(void **state)
 	tq_teardown(&q);
 }
 
+/*
+ * The avail index stays within num of what we popped, yet a driver that
+ * re-posts heads whose used entries are not published yet gets more than
+ * num chains out of us: the pop past the ring breaks the queue.
+ */
+static void overrun_between_flushes(void **state)
+{
+	struct uvn_vq_chain ch;
+	struct iovec iov[2];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, 0, TQ_DEV);
+	uint64_t a = tbuf(&q, 8);
+
+	for (unsigned i = 0; i < 4; i++) {
+		sq_set_desc(&q, i, a, 8, 0, 0);
+		sq_publish(&q, (uint16_t)i);
+		assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 2), 1);
+		uvn_vq_dev_push(q.dev, &ch, 0);
+	}
+	sq_publish(&q, 0);
+	expect_pop_fails(&q, UVN_VQ_E_OVERRUN, 2);
+	tq_teardown(&q);
+}
+
+/* Published entries free their slots; an unpopped chain frees its own. */
+static void no_overrun_after_flush_or_unpop(void **state)
+{
+	struct uvn_vq_chain ch;
+	struct iovec iov[2];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 2, 0, TQ_DEV);
+	uint64_t a = tbuf(&q, 8);
+
+	sq_set_desc(&q, 0, a, 8, 0, 0);
+	sq_set_desc(&q, 1, a, 8, 0, 0);
+	for (unsigned i = 0; i < 20; i++) {
+		sq_publish(&q, (uint16_t)(i & 1));
+		assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 2), 1);
+		if (i % 3 == 0) {
+			uvn_vq_dev_unpop(q.dev, &ch);
+			assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 2), 1);
+		}
+		uvn_vq_dev_push(q.dev, &ch, 0);
+		if (i & 1)
+			uvn_vq_dev_flush(q.dev);
+	}
+	assert_int_equal(uvn_vq_dev_error(q.dev), 0);
+	tq_teardown(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -488,6 +542,8 @@ int main(void)
 		cmocka_unit_test(avail_idx_full_ring),
 		cmocka_unit_test(iov_too_small),
 		cmocka_unit_test(iov_too_small_for_pieces),
+		cmocka_unit_test(overrun_between_flushes),
+		cmocka_unit_test(no_overrun_after_flush_or_unpop),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
