@@ -74,7 +74,7 @@ void uvn_netdev_q_fini(struct uvn_netdev_q *q)
 
 bool uvn_zc_active(const struct uvn_netdev_q *q)
 {
-	return q->zc && (q->zc->mode != UVN_ZC_OFF || q->zc->held || q->zc->head != q->zc->tail);
+	return q->zc && (q->zc->mode != UVN_ZC_OFF || q->zc->held || q->zc->queued);
 }
 
 static uint16_t fifo_next(const struct uvn_netdev_zc *z, uint16_t i)
@@ -82,10 +82,19 @@ static uint16_t fifo_next(const struct uvn_netdev_zc *z, uint16_t i)
 	return (uint16_t)(i + 1 == z->num ? 0 : i + 1);
 }
 
+/* An id is queued at most once (its slot's flag), so at most num are. */
+static void fifo_put(struct uvn_netdev_zc *z, struct uvn_zc_slot *s, uint16_t id)
+{
+	s->queued = true;
+	z->fifo[z->tail] = id;
+	z->tail = fifo_next(z, z->tail);
+	z->queued++;
+}
+
 /* Give back the chains at the head of the FIFO that are done. */
 static void release_in_order(struct uvn_netdev_zc *z)
 {
-	while (z->head != z->tail) {
+	while (z->queued) {
 		struct uvn_zc_slot *s = &z->slot[z->fifo[z->head]];
 
 		if (!s->done)
@@ -93,6 +102,7 @@ static void release_in_order(struct uvn_netdev_zc *z)
 		uvn_vq_dev_push(z->q->vq, &s->ch, 0);
 		s->queued = false;
 		z->head = fifo_next(z, z->head);
+		z->queued--;
 		z->pushed++;
 	}
 }
@@ -104,9 +114,7 @@ int uvn_zc_queue_done(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch)
 
 	s->ch = *ch;
 	s->done = true;
-	s->queued = true;
-	z->fifo[z->tail] = ch->id;
-	z->tail = fifo_next(z, z->tail);
+	fifo_put(z, s, ch->id);
 	release_in_order(z);
 	return 0;
 }
@@ -124,11 +132,8 @@ struct uvn_pkt_ubuf *uvn_zc_hold(struct uvn_netdev_q *q, const struct uvn_vq_cha
 	s->held = true;
 	s->done = false;
 	s->ubuf.refs = 1;
-	if (z->in_order) {
-		s->queued = true;
-		z->fifo[z->tail] = ch->id;
-		z->tail = fifo_next(z, z->tail);
-	}
+	if (z->in_order)
+		fifo_put(z, s, ch->id);
 	z->held++;
 	if (z->held > q->st.zc_held_peak)
 		q->st.zc_held_peak = z->held;

@@ -22,7 +22,9 @@ struct uvn_netdev_zc {
 	unsigned max_held, held;
 	unsigned pushed;            /* used elements staged since the last flush */
 	bool in_order;
-	uint16_t num, head, tail;   /* FIFO of chain ids in pop order (IN_ORDER) */
+	/* FIFO of chain ids in pop order (IN_ORDER). It may hold all num ids
+	 * at once, when head == tail again: the count tells full from empty. */
+	uint16_t num, head, tail, queued;
 	uint16_t *fifo;
 	struct uvn_zc_slot *slot;   /* by chain id */
 };
@@ -43,7 +45,7 @@ static inline int uvn_zc_finish(struct uvn_netdev_q *q, const struct uvn_vq_chai
 	if (__builtin_expect(s->held || s->queued, 0))
 		return -1;
 	/* Nothing waits ahead of it: back now, in order either way. */
-	if (!z->in_order || z->head == z->tail) {
+	if (!z->in_order || !z->queued) {
 		uvn_vq_dev_push(q->vq, ch, 0);
 		z->pushed++;
 		return 0;

@@ -29,18 +29,24 @@ struct fx {
 	uint8_t buf[NBUF][4096];
 };
 
-static struct fx *setup(uint64_t features, enum uvn_zc_mode mode, unsigned max_held)
+static struct fx *setup_ring(unsigned num, uint64_t features, enum uvn_zc_mode mode,
+			     unsigned max_held)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	struct uvn_pkt_pool_cfg sc = { .count = 8, .buf_size = 2048 };
 	struct uvn_pkt_pool_cfg ec = { .count = 8 };
 
-	assert_int_equal(ringpair_init(&f->rp, 16, features), 0);
+	assert_int_equal(ringpair_init(&f->rp, num, features), 0);
 	uvn_netdev_q_init(&f->q, f->rp.dev, features, true);
 	assert_int_equal(uvn_pkt_pool_create(&sc, &f->small), 0);
 	assert_int_equal(uvn_pkt_pool_create(&ec, &f->ext), 0);
 	assert_int_equal(uvn_netdev_q_set_zerocopy(&f->q, mode, 256, max_held, f->ext), 0);
 	return f;
+}
+
+static struct fx *setup(uint64_t features, enum uvn_zc_mode mode, unsigned max_held)
+{
+	return setup_ring(16, features, mode, max_held);
 }
 
 static void teardown_fx(struct fx *f)
@@ -267,6 +273,31 @@ static void test_copy_of_borrowed_packet(void **state)
 	teardown_fx(f);
 }
 
+/*
+ * IN_ORDER with the whole ring in the FIFO (half held, half copied behind
+ * them): full must not read as empty, or no chain ever goes back.
+ */
+static void test_in_order_whole_ring_queued(void **state)
+{
+	struct fx *f = setup_ring(NBUF, BASE | F(VIRTIO_F_IN_ORDER), UVN_ZC_ON, 0);
+	struct uvn_pkt *p[NBUF];
+	unsigned idx[NBUF];
+
+	(void)state;
+	for (unsigned i = 0; i < NBUF; i++)
+		send(f, i, 1000, false);
+	assert_int_equal(uvn_netdev_tx(&f->q, f->small, NULL, p, NBUF), NBUF);
+	assert_int_equal(f->q.st.zc_held, NBUF / 2);
+	assert_int_equal(f->q.st.zc_fb_held, NBUF / 2);
+	assert_int_equal(back(f, idx), 0); /* the copies wait behind chain 0 */
+	uvn_pkt_free_bulk(p, NBUF);
+	uvn_netdev_tx_complete(&f->q);
+	assert_int_equal(back(f, idx), NBUF);
+	for (unsigned i = 0; i < NBUF; i++)
+		assert_int_equal(idx[i], i);
+	teardown_fx(f);
+}
+
 static void test_duplicate_id_breaks_queue(void **state)
 {
 	struct fx *f = setup(BASE, UVN_ZC_ON, 0);
@@ -297,6 +328,7 @@ int main(void)
 		cmocka_unit_test(test_borrowed_and_returned_on_free_out_of_order),
 		cmocka_unit_test(test_in_order_returns_in_ring_order),
 		cmocka_unit_test(test_in_order_copied_alone_returns_at_once),
+		cmocka_unit_test(test_in_order_whole_ring_queued),
 		cmocka_unit_test(test_flooded_packet_completes_once),
 		cmocka_unit_test(test_bound_on_held_chains_copies),
 		cmocka_unit_test(test_mode_off_drains_held_chains),
