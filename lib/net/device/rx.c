@@ -255,7 +255,11 @@ static int rx_gso(struct uvn_netdev_q *q, const struct uvn_pkt *p)
 		return RX_DROP;
 	}
 	if (uvn_gso_guest_ok(&g, q->features)) {
-		struct rx_frame f = { .p = p, .total = UVN_NET_HDR_LEN + p->len };
+		/* The headers from the copy that was checked, not again from the
+		 * packet: its bytes may be the sending guest's memory (zero-copy),
+		 * rewritten since (PITFALLS 26). */
+		struct rx_frame f = { .p = p, .pre = g.hdr, .pre_len = g.hdr_len, .body = g.hdr_len,
+				      .total = UVN_NET_HDR_LEN + p->len };
 
 		uvn_gso_vnet(&g, &f.hdr);
 		r = deliver(q, &f);

@@ -152,6 +152,61 @@ static void test_passthrough_mergeable(void **state)
 	teardown_fx(fx);
 }
 
+/*
+ * The sender rewrites its headers after the device validated them (a
+ * zero-copy packet's bytes are the sending guest's memory): the receiver
+ * still gets the headers that were checked against the GSO metadata. The
+ * rewrite happens in the receiver's buffer translation, i.e. between the
+ * parse and the copy into the guest.
+ */
+static uint8_t *toctou_at;
+static void *xlate_rewriting(void *ctx, uint64_t addr, uint64_t *len)
+{
+	if (toctou_at) {
+		toctou_at[0] ^= 0xff; /* the TCP destination port */
+		toctou_at[-8] = 0x11; /* the IPv4 protocol: UDP */
+		toctou_at = NULL;
+	}
+	return rp_xlate(ctx, addr, len);
+}
+
+static void test_passthrough_uses_validated_headers(void **state)
+{
+	struct fixture *fx = setup(BASE | MRG | GCSUM | TSO4, false);
+	struct tf_opts o = { .mss = 1448 };
+	struct tf_layout l;
+	struct uvn_pkt *p = gso_pkt(fx, 4000, &o, &l);
+	struct uvn_vq_dev_cfg vc = {
+		.num = 64, .features = BASE | MRG | GCSUM | TSO4, .desc = fx->rp.mem,
+		.xlate = xlate_rewriting, .avail_wrap = true, .used_wrap = true,
+	};
+	struct uvn_vq_layout lay;
+	static uint8_t sent[8192];
+	static struct got g;
+	struct uvn_vq_done done[8];
+
+	(void)state;
+	uvn_vq_layout(false, 64, &lay);
+	vc.driver = (char *)fx->rp.mem + lay.driver;
+	vc.device = (char *)fx->rp.mem + lay.device;
+	uvn_vq_dev_destroy(fx->rp.dev);
+	assert_int_equal(uvn_vq_dev_create(&vc, &fx->rp.dev), 0);
+	uvn_netdev_q_init(&fx->q, fx->rp.dev, vc.features, false);
+	memcpy(sent, p->buf, l.len);
+	guest_post(fx, 8, 1526);
+	toctou_at = (uint8_t *)p->buf + l.l4 + 2;
+	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
+	assert_null(toctou_at); /* the rewrite did happen */
+	assert_int_equal(guest_reclaim(fx, done, 8), 3);
+	assert_int_equal(guest_frame(done, 3, &g), 3);
+	assert_int_equal(g.len, l.len);
+	assert_memory_equal(g.f, sent, l.hdr_len);
+	assert_memory_equal(g.f + l.hdr_len, (uint8_t *)p->buf + l.hdr_len, l.len - l.hdr_len);
+	assert_int_equal(g.h.gso_type, VIRTIO_NET_HDR_GSO_TCPV4);
+	uvn_pkt_free(p);
+	teardown_fx(fx);
+}
+
 /* The first @n of @total segments reached the guest: each one checked. */
 static void check_first_segments(struct fixture *fx, const struct uvn_pkt *p,
 				 const struct tf_layout *l, const struct tf_opts *o, unsigned n,
@@ -438,6 +493,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_passthrough_mergeable),
+		cmocka_unit_test(test_passthrough_uses_validated_headers),
 		cmocka_unit_test(test_segmented_partial_for_guest_csum),
 		cmocka_unit_test(test_segmented_full_checksums_without_guest_csum),
 		cmocka_unit_test(test_uso_passthrough_needs_guest_uso),
