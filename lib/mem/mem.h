@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "guard.h"
+
 /* Regions one table holds: vhost-user's usual VHOST_USER_MAX_RAM_SLOTS. */
 #define UVN_MEM_MAX_REGIONS 32u
 
@@ -40,6 +42,7 @@ struct uvn_mem_region {
 	void *map;            /* the mapping to munmap */
 	size_t map_len;
 	unsigned refs;        /* ADD_MEM_REGs of this very region not yet removed */
+	int guard;            /* its slot in the SIGBUS guard (guard.h), 0 = none */
 };
 
 /* Regions sorted by gpa, never overlapping in guest-physical space. */
@@ -51,14 +54,24 @@ struct uvn_mem {
 /*
  * Map @d from @fd (MAP_SHARED, read/write). The fd is not closed: the
  * mapping keeps its own reference, so the caller closes it either way.
+ * The mapping is guarded (guard.h): if the frontend later shrinks the file,
+ * an access there reads zeros instead of killing us with SIGBUS, and
+ * @owner is told (its fault count and eventfd) so that it can drop the
+ * frontend. @owner may be NULL: the fault is still survived, and seen by
+ * uvn_mem_faulted().
  * @return 0, or -EINVAL (empty or overflowing region), -EBADF, -ENODEV (not
  * a regular file: memfd, tmpfs or hugetlbfs), -ERANGE (region beyond the
  * end of the fd), -EACCES (fd cannot be mapped shared and writable),
- * -ENOMEM; see uvn_mem_map_hint()
+ * -ENOMEM, -ENOSPC (no guard slot left); see uvn_mem_map_hint()
  */
+int uvn_mem_region_map_owned(const struct uvn_mem_region_desc *d, int fd, struct uvn_mem_owner *owner,
+			     struct uvn_mem_region *out);
+
+/* uvn_mem_region_map_owned() without an owner. */
 int uvn_mem_region_map(const struct uvn_mem_region_desc *d, int fd, struct uvn_mem_region *out);
 
-/* Unmap a region from uvn_mem_region_map() (no-op on an unmapped one). */
+/* Unmap a region from uvn_mem_region_map() (no-op on an unmapped one);
+ * nobody may access it meanwhile. */
 void uvn_mem_region_unmap(struct uvn_mem_region *r);
 
 /* @return a sentence explaining an error of uvn_mem_region_map() to an operator. */
@@ -81,6 +94,12 @@ int uvn_mem_check(const struct uvn_mem *m, const struct uvn_mem_region *r);
 
 /* Insert @r (the table owns the mapping on success). @return as uvn_mem_check(). */
 int uvn_mem_insert(struct uvn_mem *m, const struct uvn_mem_region *r);
+
+/*
+ * Has guest memory of any region in @m gone away under us (its file shrunk,
+ * the region now reads zeros)? Control path: the frontend must be dropped.
+ */
+bool uvn_mem_faulted(const struct uvn_mem *m);
 
 /* @return the index of the region with exactly this gpa, uva and size, or -ENOENT. */
 int uvn_mem_find(const struct uvn_mem *m, uint64_t gpa, uint64_t uva, uint64_t size);

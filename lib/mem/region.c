@@ -3,7 +3,8 @@
  * Mapping one region the frontend shared. Everything about the fd and the
  * numbers is checked before mmap: a region beyond the end of its file maps
  * fine and then raises SIGBUS on first touch, and a private or read-only
- * mapping silently shows us memory the guest never writes.
+ * mapping silently shows us memory the guest never writes. A file that
+ * shrinks after mmap is the guard's business (guard.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +51,8 @@ static int check_fd(const struct uvn_mem_region_desc *d, int fd, struct stat *st
 	return 0;
 }
 
-int uvn_mem_region_map(const struct uvn_mem_region_desc *d, int fd, struct uvn_mem_region *out)
+int uvn_mem_region_map_owned(const struct uvn_mem_region_desc *d, int fd, struct uvn_mem_owner *owner,
+			     struct uvn_mem_region *out)
 {
 	uint64_t align = (uint64_t)sysconf(_SC_PAGESIZE), off, delta, len;
 	struct stat st;
@@ -58,6 +60,7 @@ int uvn_mem_region_map(const struct uvn_mem_region_desc *d, int fd, struct uvn_m
 	int ret;
 
 	out->map = NULL;
+	out->guard = 0;
 	if (d->size == 0 || add_overflows(d->gpa, d->size) || add_overflows(d->uva, d->size) ||
 	    add_overflows(d->mmap_offset, d->size))
 		return -EINVAL;
@@ -90,6 +93,14 @@ int uvn_mem_region_map(const struct uvn_mem_region_desc *d, int fd, struct uvn_m
 			return -ENOMEM;
 		}
 	}
+	/* Registered before anyone can touch it: checking the size above
+	 * proves nothing about the next access. */
+	ret = uvn_mem_guard_add(p, (size_t)len, owner);
+	if (ret < 0) {
+		munmap(p, (size_t)len);
+		return ret;
+	}
+	out->guard = ret;
 	/* Guest memory has no business in our core dumps (best effort). */
 	(void)madvise(p, (size_t)len, MADV_DONTDUMP);
 	out->gpa = d->gpa;
@@ -103,9 +114,18 @@ int uvn_mem_region_map(const struct uvn_mem_region_desc *d, int fd, struct uvn_m
 	return 0;
 }
 
+int uvn_mem_region_map(const struct uvn_mem_region_desc *d, int fd, struct uvn_mem_region *out)
+{
+	return uvn_mem_region_map_owned(d, fd, NULL, out);
+}
+
 void uvn_mem_region_unmap(struct uvn_mem_region *r)
 {
 	if (r->map) {
+		/* Out of the registry first: once unmapped, the addresses may
+		 * be anybody's. */
+		uvn_mem_guard_del(r->guard);
+		r->guard = 0;
 		munmap(r->map, r->map_len);
 		r->map = NULL;
 		r->host = NULL;
@@ -130,6 +150,8 @@ const char *uvn_mem_map_hint(int err)
 		       "(QEMU: memory-backend-memfd or memory-backend-file with share=on) and not sealed";
 	case ENOMEM:
 		return "out of address space or memory mapping the region";
+	case ENOSPC:
+		return "too many guest memory mappings in this process to guard another";
 	default:
 		return "cannot map the region";
 	}

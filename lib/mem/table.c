@@ -63,6 +63,14 @@ int uvn_mem_insert(struct uvn_mem *m, const struct uvn_mem_region *r)
 	return 0;
 }
 
+bool uvn_mem_faulted(const struct uvn_mem *m)
+{
+	for (unsigned i = 0; i < m->n; i++)
+		if (uvn_mem_guard_faulted(m->r[i].guard))
+			return true;
+	return false;
+}
+
 int uvn_mem_find(const struct uvn_mem *m, uint64_t gpa, uint64_t uva, uint64_t size)
 {
 	for (unsigned i = 0; i < m->n; i++)
