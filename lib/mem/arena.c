@@ -10,6 +10,7 @@
  * the arena itself could be rewritten by the device.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -39,7 +40,7 @@ struct uvn_arena {
 
 static int map_memfd(struct uvn_arena *a, size_t size, bool huge)
 {
-	unsigned mfd = MFD_CLOEXEC | (huge ? MFD_HUGETLB | MFD_HUGE_2MB : 0);
+	unsigned mfd = MFD_CLOEXEC | MFD_ALLOW_SEALING | (huge ? MFD_HUGETLB | MFD_HUGE_2MB : 0);
 	int fd = memfd_create(huge ? "uvnet-arena-huge" : "uvnet-arena", mfd);
 	void *p;
 
@@ -47,6 +48,10 @@ static int map_memfd(struct uvn_arena *a, size_t size, bool huge)
 		return -errno;
 	if (ftruncate(fd, (off_t)size) < 0)
 		goto fail;
+	/* The device gets this fd: it must not be able to shrink the file
+	 * under our mapping (our next access would be SIGBUS), nor seal it
+	 * any further. Best effort: hugetlbfs has seals only since Linux 4.16. */
+	(void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_SEAL);
 	/* Without reserved hugepages this is where MFD_HUGETLB fails (ENOMEM). */
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	if (p == MAP_FAILED)

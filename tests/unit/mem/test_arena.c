@@ -118,12 +118,30 @@ static void test_huge_or_not(void **state)
 	assert_int_equal(uvn_arena_create(0, 0, &a), -EINVAL);
 }
 
+/* The device holds the fd: it cannot shrink the arena under us, nor seal it further. */
+static void test_device_cannot_shrink(void **state)
+{
+	struct uvn_arena *a;
+	int fd;
+
+	(void)state;
+	assert_int_equal(uvn_arena_create(64 << 10, UVN_ARENA_NO_HUGE, &a), 0);
+	fd = uvn_arena_fd(a);
+	assert_int_equal(ftruncate(fd, 0), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE), -1);
+	assert_int_equal(errno, EPERM);
+	*(volatile char *)((char *)uvn_arena_base(a) + uvn_arena_size(a) - 1) = 1;
+	uvn_arena_destroy(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_alloc_free),
 		cmocka_unit_test(test_region_and_addresses),
 		cmocka_unit_test(test_huge_or_not),
+		cmocka_unit_test(test_device_cannot_shrink),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
