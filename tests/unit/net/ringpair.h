@@ -24,7 +24,10 @@ static void *rp_xlate(void *ctx, uint64_t addr, uint64_t *len)
 	return (void *)(uintptr_t)addr;
 }
 
-static inline int ringpair_init(struct ringpair *rp, unsigned num, uint64_t features)
+/* @xlate translates the device half's buffer addresses (a test may hook it
+ * to act between a pop's reads and its use of the buffers). */
+static inline int ringpair_init_xlate(struct ringpair *rp, unsigned num, uint64_t features,
+				      uvn_xlate_fn xlate)
 {
 	bool packed = features & (1ull << VIRTIO_F_RING_PACKED);
 	struct uvn_vq_layout l;
@@ -40,9 +43,14 @@ static inline int ringpair_init(struct ringpair *rp, unsigned num, uint64_t feat
 	struct uvn_vq_dev_cfg vc = {
 		.num = num, .features = features, .desc = rp->mem,
 		.driver = (char *)rp->mem + l.driver, .device = (char *)rp->mem + l.device,
-		.xlate = rp_xlate, .avail_wrap = true, .used_wrap = true,
+		.xlate = xlate, .avail_wrap = true, .used_wrap = true,
 	};
 	return uvn_vq_dev_create(&vc, &rp->dev);
+}
+
+static inline int ringpair_init(struct ringpair *rp, unsigned num, uint64_t features)
+{
+	return ringpair_init_xlate(rp, num, features, rp_xlate);
 }
 
 static inline void ringpair_fini(struct ringpair *rp)

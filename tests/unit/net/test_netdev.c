@@ -11,6 +11,8 @@
 #include <cmocka.h>
 
 #include "net/csum.h"
+#include <linux/virtio_ring.h>
+
 #include "net/device/netdev.h"
 #include "ringpair.h"
 
@@ -529,6 +531,52 @@ static void test_ctrl_commands(void **state)
 	teardown_fx(fx);
 }
 
+/*
+ * A driver that re-arms each control slot for the next lap as soon as the
+ * device read it (flipping AVAIL/USED, from the buffer translation): one
+ * call used to pop until empty, batching past the ring, and the next used
+ * element went beyond it. Now the pop past the ring breaks the queue.
+ */
+static struct vring_packed_desc *rearm_ring;
+static unsigned rearm_left, rearm_pos;
+static void *xlate_rearming(void *ctx, uint64_t addr, uint64_t *len)
+{
+	if (rearm_left) {
+		rearm_left--;
+		rearm_ring[rearm_pos].flags ^= htole16(1u << VRING_PACKED_DESC_F_AVAIL |
+						       1u << VRING_PACKED_DESC_F_USED);
+		rearm_pos = (rearm_pos + 1) % 4;
+	}
+	return rp_xlate(ctx, addr, len);
+}
+
+static void test_ctrl_overrun_breaks_queue(void **state)
+{
+	uint64_t f = BASE | F(VIRTIO_NET_F_CTRL_VQ) | F(VIRTIO_F_RING_PACKED) | F(VIRTIO_F_IN_ORDER);
+	static uint8_t cmd[2] = { VIRTIO_NET_CTRL_ANNOUNCE, VIRTIO_NET_CTRL_ANNOUNCE_ACK };
+	struct ringpair rp;
+	struct uvn_netdev_q q;
+
+	(void)state;
+	assert_int_equal(ringpair_init_xlate(&rp, 4, f, xlate_rearming), 0);
+	uvn_netdev_q_init(&q, rp.dev, f, true);
+	rearm_ring = rp.mem;
+	for (unsigned i = 0; i < 4; i++) {
+		rearm_ring[i].addr = htole64((uint64_t)(uintptr_t)cmd);
+		rearm_ring[i].len = htole32(2);
+		rearm_ring[i].id = htole16((uint16_t)i);
+		rearm_ring[i].flags = htole16(1u << VRING_PACKED_DESC_F_AVAIL);
+	}
+	rearm_left = 8;
+	rearm_pos = 0;
+	assert_int_equal(uvn_netdev_ctrl(&q, set_pairs, NULL), 4);
+	assert_true(q.broken);
+	assert_int_equal(q.ring_err, -UVN_VQ_E_OVERRUN);
+	assert_int_equal(uvn_vq_dev_stats(rp.dev)->err[UVN_VQ_E_OVERRUN], 1);
+	assert_true((uvn_vq_dev_used_state(rp.dev) & 0x7fff) < 4);
+	ringpair_fini(&rp);
+}
+
 static void test_ctrl_without_ack_buffer_is_counted(void **state)
 {
 	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_CTRL_VQ), true);
@@ -564,6 +612,7 @@ int main(void)
 		cmocka_unit_test(test_rx_passes_partial_checksum_to_guest_with_csum),
 		cmocka_unit_test(test_rx_readable_buffer_breaks_queue),
 		cmocka_unit_test(test_ctrl_commands),
+		cmocka_unit_test(test_ctrl_overrun_breaks_queue),
 		cmocka_unit_test(test_ctrl_without_ack_buffer_is_counted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,19 +38,24 @@ static void on_notify(void *ctx)
 	((struct fixture *)ctx)->notified++;
 }
 
-static struct fixture *setup(uint64_t features, bool tx)
+static struct fixture *setup_xlate(uint64_t features, bool tx, uvn_xlate_fn xlate)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	struct uvn_pkt_pool_cfg sc = { .count = 8, .buf_size = 2048 };
 	struct uvn_pkt_pool_cfg bc = { .count = 8, .buf_size = 65536 + 64 };
 
-	assert_int_equal(ringpair_init(&fx->rp, 64, features), 0);
+	assert_int_equal(ringpair_init_xlate(&fx->rp, 64, features, xlate), 0);
 	uvn_netdev_q_init(&fx->q, fx->rp.dev, features, tx);
 	fx->q.notify = on_notify;
 	fx->q.notify_ctx = fx;
 	assert_int_equal(uvn_pkt_pool_create(&sc, &fx->small), 0);
 	assert_int_equal(uvn_pkt_pool_create(&bc, &fx->big), 0);
 	return fx;
+}
+
+static struct fixture *setup(uint64_t features, bool tx)
+{
+	return setup_xlate(features, tx, rp_xlate);
 }
 
 static void teardown_fx(struct fixture *fx)
@@ -172,26 +177,15 @@ static void *xlate_rewriting(void *ctx, uint64_t addr, uint64_t *len)
 
 static void test_passthrough_uses_validated_headers(void **state)
 {
-	struct fixture *fx = setup(BASE | MRG | GCSUM | TSO4, false);
+	struct fixture *fx = setup_xlate(BASE | MRG | GCSUM | TSO4, false, xlate_rewriting);
 	struct tf_opts o = { .mss = 1448 };
 	struct tf_layout l;
 	struct uvn_pkt *p = gso_pkt(fx, 4000, &o, &l);
-	struct uvn_vq_dev_cfg vc = {
-		.num = 64, .features = BASE | MRG | GCSUM | TSO4, .desc = fx->rp.mem,
-		.xlate = xlate_rewriting, .avail_wrap = true, .used_wrap = true,
-	};
-	struct uvn_vq_layout lay;
 	static uint8_t sent[8192];
 	static struct got g;
 	struct uvn_vq_done done[8];
 
 	(void)state;
-	uvn_vq_layout(false, 64, &lay);
-	vc.driver = (char *)fx->rp.mem + lay.driver;
-	vc.device = (char *)fx->rp.mem + lay.device;
-	uvn_vq_dev_destroy(fx->rp.dev);
-	assert_int_equal(uvn_vq_dev_create(&vc, &fx->rp.dev), 0);
-	uvn_netdev_q_init(&fx->q, fx->rp.dev, vc.features, false);
 	memcpy(sent, p->buf, l.len);
 	guest_post(fx, 8, 1526);
 	toctou_at = (uint8_t *)p->buf + l.l4 + 2;
