@@ -18,38 +18,25 @@
 #include <linux/virtio_ring.h>
 #include <uvnet/virtqueue.h>
 
+#include "fuzz_mem.h"
 #include "fuzz_ring.h"
 
-#define CHECK(c)                                                                            \
-	do {                                                                                \
-		if (!(c)) {                                                                 \
-			fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__,     \
-				__LINE__);                                                  \
-			abort();                                                            \
-		}                                                                           \
-	} while (0)
+_Static_assert(FZ_MEM_MAX_PIECES >= FZ_MAX_PIECES + 2, "the pieces and two edge pages");
 
 #define IOV_MAX_FZ 256
 #define PK_AVAIL (1u << VRING_PACKED_DESC_F_AVAIL)
 #define PK_USED (1u << VRING_PACKED_DESC_F_USED)
 
-struct piece {
-	uint64_t gpa, len;
-	uint8_t *host;
-};
-
 struct fz {
 	bool packed;
 	unsigned num;
-	struct piece pc[FZ_MAX_PIECES + 2];
-	unsigned npc;
+	struct fz_mem mem; /* the pieces, then the edge pages */
 	uint8_t *ring;
 	size_t ring_size;
 	struct uvn_vq_layout lay;
 	const uint8_t *script;
 	size_t script_len, script_pos;
 	bool toctou;
-	unsigned xlate_calls;
 };
 
 static uint8_t take8(struct fz *f)
@@ -73,52 +60,25 @@ static void mutate(struct fz *f)
 	}
 	uint64_t off = where & 0x7fff, total = 0;
 
-	for (unsigned i = 0; i < f->npc; i++)
-		total += f->pc[i].len;
+	for (unsigned i = 0; i < f->mem.npc; i++)
+		total += f->mem.pc[i].len;
 	off %= total;
-	for (unsigned i = 0; i < f->npc; i++) {
-		if (off < f->pc[i].len) {
-			f->pc[i].host[off] = v;
+	for (unsigned i = 0; i < f->mem.npc; i++) {
+		if (off < f->mem.pc[i].len) {
+			f->mem.pc[i].host[off] = v;
 			return;
 		}
-		off -= f->pc[i].len;
+		off -= f->mem.pc[i].len;
 	}
 }
 
-static void *fz_xlate(void *ctx, uint64_t addr, uint64_t *len)
+/* The translate hook: with FZ_F_TOCTOU every translation mutates. */
+static void on_xlate(void *ctx)
 {
 	struct fz *f = ctx;
 
-	/* The walker never asks for a range that wraps the address space. */
-	CHECK(*len > 0 && addr + (*len - 1) >= addr);
-	f->xlate_calls++;
 	if (f->toctou)
 		mutate(f);
-	for (unsigned i = 0; i < f->npc; i++) {
-		const struct piece *p = &f->pc[i];
-
-		if (addr - p->gpa < p->len) {
-			uint64_t n = p->len - (addr - p->gpa);
-
-			if (*len > n)
-				*len = n;
-			return p->host + (addr - p->gpa);
-		}
-	}
-	return NULL;
-}
-
-static bool add_piece(struct fz *f, uint64_t gpa, uint64_t len)
-{
-	struct piece *p = &f->pc[f->npc];
-
-	p->host = calloc(1, len);
-	if (!p->host)
-		return false;
-	p->gpa = gpa;
-	p->len = len;
-	f->npc++;
-	return true;
 }
 
 /* The pieces of guest memory, from *@d. */
@@ -133,15 +93,15 @@ static bool setup_pieces(struct fz *f, const struct fz_hdr *h, const uint8_t **d
 
 		*d += 3;
 		*n -= 3;
-		if ((kind & FZ_PIECE_MAPPED) && !add_piece(f, gpa, len))
+		if ((kind & FZ_PIECE_MAPPED) && !fz_mem_add(&f->mem, gpa, len))
 			return false;
 		gpa += len;
 	}
-	if (!f->npc && !add_piece(f, FZ_GPA_BASE, 4096))
+	if (!f->mem.npc && !fz_mem_add(&f->mem, FZ_GPA_BASE, 4096))
 		return false;
 	if (h->flags & FZ_F_EDGES) {
 		/* The first and last pages: addr + len must not wrap into page 0. */
-		if (!add_piece(f, 0, 4096) || !add_piece(f, UINT64_MAX - 4095, 4096))
+		if (!fz_mem_add(&f->mem, 0, 4096) || !fz_mem_add(&f->mem, UINT64_MAX - 4095, 4096))
 			return false;
 	}
 	return true;
@@ -152,12 +112,12 @@ static void fill_memory(struct fz *f, const struct fz_hdr *h, const uint8_t **d,
 {
 	size_t mlen = h->mem_len < *n ? h->mem_len : *n;
 
-	for (unsigned i = 0; i < f->npc; i++) {
-		uint64_t off = f->pc[i].gpa - FZ_GPA_BASE;
+	for (unsigned i = 0; i < f->mem.npc; i++) {
+		const struct fz_piece *p = &f->mem.pc[i];
+		uint64_t off = p->gpa - FZ_GPA_BASE;
 
-		if (f->pc[i].gpa >= FZ_GPA_BASE && off < mlen)
-			memcpy(f->pc[i].host, *d + off,
-			       mlen - off < f->pc[i].len ? mlen - off : f->pc[i].len);
+		if (p->gpa >= FZ_GPA_BASE && off < mlen)
+			memcpy(p->host, *d + off, mlen - off < p->len ? mlen - off : p->len);
 	}
 	*d += mlen;
 	*n -= mlen;
@@ -205,8 +165,8 @@ static struct uvn_vq_dev *create_dev(struct fz *f, const struct fz_hdr *h)
 		.desc = f->ring + f->lay.desc,
 		.driver = f->ring + f->lay.driver,
 		.device = f->ring + f->lay.device,
-		.xlate = fz_xlate,
-		.xlate_ctx = f,
+		.xlate = fz_mem_xlate,
+		.xlate_ctx = &f->mem,
 		.avail_idx = f->packed ? (uint16_t)(h->avail_start % f->num) : h->avail_start,
 		.avail_wrap = h->avail_idx & 1,
 		.used_idx = f->packed ? (uint16_t)(h->used_start % f->num) : h->used_start,
@@ -218,58 +178,6 @@ static struct uvn_vq_dev *create_dev(struct fz *f, const struct fz_hdr *h)
 	if (h->flags & FZ_F_BATCH)
 		uvn_vq_dev_set_batch_used(vq, true);
 	return vq;
-}
-
-static bool in_piece(const struct fz *f, const struct iovec *v)
-{
-	const uint8_t *b = v->iov_base;
-
-	for (unsigned i = 0; i < f->npc; i++) {
-		const struct piece *p = &f->pc[i];
-
-		if (b >= p->host && b < p->host + p->len)
-			return v->iov_len <= (size_t)(p->host + p->len - b);
-	}
-	return false;
-}
-
-/* Every popped chain: iovecs in mapped memory, lengths adding up. */
-static void check_chain(struct fz *f, const struct uvn_vq_chain *ch, const struct iovec *iov,
-			unsigned iov_max)
-{
-	uint64_t out = 0, in = 0;
-	unsigned n = ch->nout + ch->nin;
-
-	CHECK(n >= 1 && n <= iov_max);
-	CHECK(ch->id < f->num);
-	CHECK(ch->ndesc >= 1 && ch->ndesc <= f->num);
-	for (unsigned k = 0; k < n; k++) {
-		CHECK(iov[k].iov_len > 0);
-		CHECK(in_piece(f, &iov[k]));
-		if (k < ch->nout)
-			out += iov[k].iov_len;
-		else
-			in += iov[k].iov_len;
-	}
-	CHECK(out == ch->out_len && in == ch->in_len);
-	CHECK(out + in <= UINT32_MAX);
-}
-
-/* Use the buffers as a device would: read the readable part, write the
- * writable part. */
-static uint32_t use_chain(const struct uvn_vq_chain *ch, const struct iovec *iov)
-{
-	volatile uint8_t sink = 0;
-
-	for (unsigned k = 0; k < ch->nout; k++) {
-		const uint8_t *p = iov[k].iov_base;
-
-		sink ^= p[0] ^ p[iov[k].iov_len - 1];
-	}
-	for (unsigned k = ch->nout; k < ch->nout + ch->nin; k++)
-		memset(iov[k].iov_base, 0xab, iov[k].iov_len);
-	(void)sink;
-	return ch->in_len;
 }
 
 /* An error: counted once, and the queue stays broken without reads. */
@@ -287,11 +195,11 @@ static void check_broken(struct fz *f, struct uvn_vq_dev *vq, int err, unsigned 
 		sum += st->err[k];
 	CHECK(sum == 1 && st->err[-err] == 1);
 	f->toctou = false;
-	calls = f->xlate_calls;
+	calls = f->mem.xlate_calls;
 	CHECK(uvn_vq_dev_pop(vq, &ch, iov, iov_max) == err);
 	CHECK(uvn_vq_dev_avail(vq) == err);
 	CHECK(!uvn_vq_dev_flush(vq));
-	CHECK(f->xlate_calls == calls);
+	CHECK(f->mem.xlate_calls == calls);
 	CHECK(st->err[-err] == 1);
 }
 
@@ -341,7 +249,7 @@ static int pop_one(struct fz *f, struct uvn_vq_dev *vq, const struct fz_hdr *h,
 	CHECK(ret == 0 || ret == 1);
 	if (!ret)
 		return 0;
-	check_chain(f, &ch, iov, h->iov_max);
+	fz_check_chain(&f->mem, f->num, &ch, iov, h->iov_max);
 	check_advance(f, before, uvn_vq_dev_avail_state(vq), &ch);
 	if ((h->flags & FZ_F_UNPOP) && !f->toctou) {
 		uvn_vq_dev_unpop(vq, &ch);
@@ -349,7 +257,7 @@ static int pop_one(struct fz *f, struct uvn_vq_dev *vq, const struct fz_hdr *h,
 		CHECK(uvn_vq_dev_pop(vq, &ch2, iov2, h->iov_max) == 1);
 		CHECK(same_chain(&ch, iov, &ch2, iov2));
 	}
-	uvn_vq_dev_push(vq, &ch, use_chain(&ch, iov));
+	uvn_vq_dev_push(vq, &ch, fz_use_chain(&ch, iov));
 	return 1;
 }
 
@@ -436,6 +344,8 @@ int fz_run(const uint8_t *data, size_t size, bool packed)
 	struct fz f = { .packed = packed };
 	struct fz_hdr h;
 
+	f.mem.on_xlate = on_xlate;
+	f.mem.on_xlate_ctx = &f;
 	if (size < FZ_HDR_SIZE)
 		return 0;
 	fz_hdr_get(&h, data);
@@ -448,8 +358,7 @@ int fz_run(const uint8_t *data, size_t size, bool packed)
 		f.toctou = h.flags & FZ_F_TOCTOU;
 		run(&f, &h);
 	}
-	for (unsigned i = 0; i < f.npc; i++)
-		free(f.pc[i].host);
+	fz_mem_free(&f.mem);
 	free(f.ring);
 	return 0;
 }

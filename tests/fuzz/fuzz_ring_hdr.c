@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The fuzz input header, byte by byte (see fuzz_ring.h). */
+/* The chain-walker fuzzers' input header, byte by byte (see fuzz_ring.h). */
 #include "fuzz_ring.h"
 
 static void put16(uint8_t *p, uint16_t v)
