@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "util/log.h"
 #include "util/loop.h"
 
 #define MAX_EVENTS 64
@@ -12,6 +15,7 @@ struct uvn_loop {
 	int epfd;
 	struct epoll_event ev[MAX_EVENTS];
 	int nev, cur; /* the round being dispatched */
+	_Atomic uint64_t del_failed, stray;
 };
 
 int uvn_loop_create(struct uvn_loop **out)
@@ -43,17 +47,34 @@ int uvn_loop_add(struct uvn_loop *l, struct uvn_handler *h, uint32_t events)
 {
 	struct epoll_event ev = { .events = events, .data.ptr = h };
 
+	/* A registration without a handler would be called as NULL. */
+	if (!h->fn || h->fd < 0)
+		return -EINVAL;
 	return epoll_ctl(l->epfd, EPOLL_CTL_ADD, h->fd, &ev) ? -errno : 0;
 }
 
-void uvn_loop_del(struct uvn_loop *l, struct uvn_handler *h)
+int uvn_loop_del(struct uvn_loop *l, struct uvn_handler *h)
 {
-	if (h->fd >= 0)
-		epoll_ctl(l->epfd, EPOLL_CTL_DEL, h->fd, NULL);
+	int r = 0;
+
+	if (h->fd >= 0 && epoll_ctl(l->epfd, EPOLL_CTL_DEL, h->fd, NULL)) {
+		/* The registration may outlive this call (fd closed or its
+		 * number reused before the removal): a bug in the caller. */
+		r = -errno;
+		atomic_fetch_add_explicit(&l->del_failed, 1, memory_order_relaxed);
+		UVN_WARN("event loop: cannot stop watching fd %d: %s", h->fd, strerror(-r));
+	}
 	/* Forget events of this round that still point at it. */
 	for (int i = l->cur; i < l->nev; i++)
 		if (l->ev[i].data.ptr == h)
 			l->ev[i].data.ptr = NULL;
+	return r;
+}
+
+void uvn_loop_stats(struct uvn_loop *l, struct uvn_loop_stats *st)
+{
+	st->del_failed = atomic_load_explicit(&l->del_failed, memory_order_relaxed);
+	st->stray = atomic_load_explicit(&l->stray, memory_order_relaxed);
 }
 
 int uvn_loop_wait(struct uvn_loop *l, int timeout_ms)
@@ -94,6 +115,10 @@ int uvn_loop_dispatch(struct uvn_loop *l)
 
 		if (!h)
 			continue;
+		if (!h->fn) { /* a registration that outlived its handler */
+			atomic_fetch_add_explicit(&l->stray, 1, memory_order_relaxed);
+			continue;
+		}
 		h->fn(h, l->ev[l->cur].events);
 		ran++;
 	}
