@@ -235,19 +235,32 @@ static uint64_t offered_features(const struct uvn_vhost_port_cfg *cfg)
  * vhost-user: a started but disabled TX ring is still processed, its frames
  * dropped (a guest turning queue pairs off may leave frames there and would
  * time out waiting for them). Such rings are not handed to the data path;
- * the control thread empties them every DRAIN_NS.
+ * the control thread empties them every DRAIN_NS, at most DISCARD_BUDGET
+ * chains per ring each time: a guest that keeps refilling its ring must
+ * not keep the control thread (and, behind it, every parked worker and
+ * SIGTERM) here. What is left waits for the next tick.
  */
-static void discard(struct vhost_port *v, struct uvn_vu_queue *q)
+#define DISCARD_BUDGET 256
+
+static void discard(struct vhost_port *v, struct uvn_vu_queue *q, struct uvn_vq_dev *dev)
 {
 	static struct iovec iov[UVN_NETDEV_MAX_IOV];
+	unsigned num = uvn_vq_dev_num(dev), n = 0, staged = 0;
 	struct uvn_vq_chain ch;
-	unsigned n = 0;
+	bool notify = false;
 
-	while (uvn_vq_dev_pop(q->dev, &ch, iov, UVN_NETDEV_MAX_IOV) > 0) {
-		uvn_vq_dev_push(q->dev, &ch, 0);
+	while (n < DISCARD_BUDGET && uvn_vq_dev_pop(dev, &ch, iov, UVN_NETDEV_MAX_IOV) > 0) {
+		uvn_vq_dev_push(dev, &ch, 0);
 		n++;
+		/* Published before the staged chains could outnumber the ring. */
+		if (++staged == num) {
+			notify |= uvn_vq_dev_flush(dev);
+			staged = 0;
+		}
 	}
-	if (n && uvn_vq_dev_flush(q->dev))
+	if (staged)
+		notify |= uvn_vq_dev_flush(dev);
+	if (notify)
 		uvn_vu_queue_notify(q);
 	v->discarded += n;
 }
@@ -260,9 +273,12 @@ static void on_drain(struct uvn_handler *h, uint32_t events)
 	uvn_timer_ack(h);
 	for (unsigned i = 0; v->be && i < v->cfg.queues; i++) {
 		struct uvn_vu_queue *q = uvn_vu_backend_queue(v->be, 2 * i + 1);
+		/* The backend says which rings are safe to touch: not one whose
+		 * memory went away with a new table. */
+		struct uvn_vq_dev *dev = q ? uvn_vu_queue_idle_dev(q) : NULL;
 
-		if (q && !q->vq && q->dev && q->started && !q->enabled && !q->broken)
-			discard(v, q);
+		if (dev)
+			discard(v, q, dev);
 	}
 }
 

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -33,9 +35,9 @@ static const vu_handler handlers[VHOST_USER_REQUEST_MAX] = { UVN_VU_REQUESTS(VU_
 #define STAT(f) UVN_STAT(struct uvn_vu_stats, f)
 const struct uvn_stat_desc uvn_vu_stats_desc[] = {
 	STAT(msgs), STAT(replies), STAT(err_io), STAT(err_header), STAT(err_size),
-	STAT(err_fds), STAT(err_unknown), STAT(err_order), STAT(err_index), STAT(err_feature),
-	STAT(err_mem), STAT(err_ring), STAT(err_log), STAT(queues_broken), STAT(fds_unused),
-	STAT(mem_changes), { NULL, 0 },
+	STAT(err_fds), STAT(err_fd_type), STAT(err_unknown), STAT(err_order), STAT(err_index),
+	STAT(err_feature), STAT(err_mem), STAT(err_ring), STAT(err_log), STAT(queues_broken),
+	STAT(fds_unused), STAT(mem_changes), { NULL, 0 },
 };
 
 /* ------------------------------------------------------------------ errors */
@@ -87,7 +89,8 @@ int vu_queue_error(struct uvn_vu_backend *b, struct uvn_vu_queue *q, uint64_t *c
 		q->broken = true;
 		b->st.queues_broken++;
 		vu_queue_update(b, q); /* takes it out of service */
-		/* The error eventfd is how a frontend learns (QEMU logs it). */
+		/* The error eventfd is how a frontend learns (QEMU logs it).
+		 * Non-blocking (vu_peer_eventfd): a full one is not waited for. */
 		if (q->err_fd >= 0 && write(q->err_fd, &one, sizeof(one)) != sizeof(one))
 			vu_log(b, UVN_LOG_DEBUG, "queue %u: cannot signal the error eventfd", q->idx);
 	}
@@ -103,6 +106,66 @@ int vu_req_error(struct uvn_vu_backend *b, uint64_t *counter, const char *fmt, .
 	vlog(b, UVN_LOG_WARN, true, fmt, ap);
 	va_end(ap);
 	return -ENOTSUP;
+}
+
+/* --------------------------------------------------------------- peer fds */
+
+/*
+ * Every eventfd has the kernel's one anonymous inode behind it (as do
+ * timerfds, signalfds, epoll fds...): without /proc that is the closest
+ * check there is, and all of those either take an 8-byte write at once or
+ * refuse it, once non-blocking.
+ */
+static bool anon_inode(int fd)
+{
+	struct stat st, ref;
+	int efd = eventfd(0, EFD_CLOEXEC);
+	bool same;
+
+	if (efd < 0)
+		return false;
+	same = fstat(fd, &st) == 0 && fstat(efd, &ref) == 0 && st.st_dev == ref.st_dev &&
+	       st.st_ino == ref.st_ino;
+	close(efd);
+	return same;
+}
+
+static bool is_eventfd(int fd)
+{
+	static const char want[] = "anon_inode:[eventfd]";
+	char path[48], link[sizeof(want)];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link));
+	if (n >= 0)
+		return n == (ssize_t)sizeof(want) - 1 && !memcmp(link, want, sizeof(want) - 1);
+	/* No /proc (a bare chroot): the inode check. A valid fd whose link
+	 * cannot be read for another reason is refused. */
+	if (errno == ENOENT && access("/proc/self/fd", F_OK) < 0)
+		return anon_inode(fd);
+	return false;
+}
+
+int vu_peer_eventfd(int fd)
+{
+	int fl;
+
+	if (!is_eventfd(fd))
+		return -EBADF;
+	/*
+	 * Our writes (call, error, log) and reads (kick) must never wait for
+	 * the peer: a frontend can fill an eventfd's counter or drain it
+	 * under us, and a blocked write on the control thread, with every
+	 * worker parked, stops the whole switch. O_NONBLOCK is a flag of the
+	 * open file description, which the frontend shares: it sees its copy
+	 * turn non-blocking too. That is what other backends do, and a
+	 * frontend only ever writes 1s to its kick eventfd.
+	 */
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0))
+		return -EBADF;
+	return 0;
 }
 
 struct uvn_vu_queue *vu_queue(struct uvn_vu_backend *b, uint32_t index)
@@ -223,6 +286,13 @@ const struct uvn_vu_stats *uvn_vu_backend_stats(const struct uvn_vu_backend *b)
 const char *uvn_vu_backend_name(const struct uvn_vu_backend *b)
 {
 	return b->name;
+}
+
+struct uvn_vq_dev *uvn_vu_queue_idle_dev(struct uvn_vu_queue *q)
+{
+	if (q->vq || !q->dev || !q->desc || !q->started || q->enabled || q->broken)
+		return NULL;
+	return q->dev;
 }
 
 void uvn_vu_queue_notify(struct uvn_vu_queue *q)

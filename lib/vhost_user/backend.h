@@ -49,7 +49,10 @@ struct uvn_vu_queue {
 	bool addr_set;           /* SET_VRING_ADDR accepted */
 	struct vhost_vring_addr addr; /* frontend addresses, flags, log_guest_addr */
 	uint32_t base;           /* SET_VRING_BASE, or the state when last stopped */
-	struct uvn_vq_dev *dev;  /* the device half: exists while started and set up */
+	/* The device half: exists while started, set up and in memory. Its ring
+	 * pointers are always desc/driver/device of the current memory table:
+	 * a table that no longer holds the ring drops it (state kept in base). */
+	struct uvn_vq_dev *dev;
 	void *desc, *driver, *device; /* translated ring, NULL when not in memory */
 	struct uvn_mem_cursor cursor; /* this queue's translation context */
 };
@@ -88,6 +91,7 @@ struct uvn_vu_stats {
 	uint64_t err_header;    /* bad version or flags */
 	uint64_t err_size;      /* payload size wrong for the request or larger than the union */
 	uint64_t err_fds;       /* fds missing or extra, or more than 8 */
+	uint64_t err_fd_type;   /* a kick, call, error or log fd that is not an eventfd */
 	uint64_t err_unknown;   /* requests we do not speak */
 	uint64_t err_order;     /* requests out of order */
 	uint64_t err_index;     /* queue index out of range */
@@ -139,8 +143,18 @@ const struct uvn_vu_stats *uvn_vu_backend_stats(const struct uvn_vu_backend *b);
 /* @return the session's name (for logs). */
 const char *uvn_vu_backend_name(const struct uvn_vu_backend *b);
 
-/* Signal the driver: an eventfd write on call_fd if there is one (counted). */
+/* Signal the driver: an eventfd write on call_fd if there is one (counted;
+ * never blocks: a full eventfd counts as a failed call). */
 void uvn_vu_queue_notify(struct uvn_vu_queue *q);
+
+/*
+ * A started but disabled ring is still the device's to empty (a guest
+ * turning queue pairs off may leave buffers there). @return its device
+ * half while that is safe to use from the backend's thread (started,
+ * disabled, not broken, in the current memory table, not handed to the
+ * device through queue_ready), else NULL. Valid until the next message.
+ */
+struct uvn_vq_dev *uvn_vu_queue_idle_dev(struct uvn_vu_queue *q);
 
 /*
  * Is a migration's dirty logging on (LOG_ALL set and a log shared)? It only

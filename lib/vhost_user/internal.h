@@ -70,6 +70,11 @@ int vu_req_error(struct uvn_vu_backend *b, uint64_t *counter, const char *fmt, .
 void vu_log(struct uvn_vu_backend *b, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* A peer's fd where the protocol means an eventfd (kick, call, error, log):
+ * checked to be one and made non-blocking. @return 0, or -EBADF (the
+ * caller refuses the request and closes the fd) */
+int vu_peer_eventfd(int fd);
+
 /* The queue a ring request names, or NULL after a connection error. */
 struct uvn_vu_queue *vu_queue(struct uvn_vu_backend *b, uint32_t index);
 

@@ -71,11 +71,18 @@ int vu_h_SET_LOG_BASE(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn
 
 int vu_h_SET_LOG_FD(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
 {
+	int fd = uvn_vu_msg_take_fd(m, 0);
+
 	(void)reply;
+	/* Written on the data path after logging: an eventfd, non-blocking. */
+	if (vu_peer_eventfd(fd)) {
+		close(fd);
+		return vu_req_error(b, &b->st.err_fd_type, "SET_LOG_FD: the fd is not an eventfd");
+	}
 	vu_pause_all(b);
 	if (b->log.fd >= 0)
 		close(b->log.fd);
-	b->log.fd = uvn_vu_msg_take_fd(m, 0);
+	b->log.fd = fd;
 	vu_resume_all(b);
 	return 0;
 }
@@ -139,6 +146,7 @@ void uvn_vu_log_used(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
 	} else {
 		mark(&b->log, q->addr.log_guest_addr, 4 + 8 * (uint64_t)q->num + 2);
 	}
+	/* Non-blocking (vu_peer_eventfd); best effort: the log itself is what matters. */
 	if (b->log.fd >= 0 && write(b->log.fd, &one, sizeof(one)) != sizeof(one))
-		return; /* best effort: the log itself is what matters */
+		return;
 }

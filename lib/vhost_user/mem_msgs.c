@@ -4,9 +4,11 @@
  * REM_MEM_REG (CONFIGURE_MEM_SLOTS) change one region. A new table or
  * region is mapped and checked completely before anything changes; then
  * the ready queues are paused, the table swapped, every ring translated
- * again, the queues resumed, and only then the old mappings go away. Each
- * fd is closed as soon as it is mapped (the mapping holds the file), so a
- * frontend repeating these requests cannot make us leak (CVE-2019-14818).
+ * again (in whatever state: a ring no longer in memory loses its device
+ * half, vu_queue_translate), the queues resumed, and only then the old
+ * mappings go away. Each fd is closed as soon as it is mapped (the mapping
+ * holds the file), so a frontend repeating these requests cannot make us
+ * leak (CVE-2019-14818).
  */
 #include <errno.h>
 #include <unistd.h>

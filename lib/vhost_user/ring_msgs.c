@@ -33,14 +33,35 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-int vu_queue_translate(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
+/* The ring state to return from GET_VRING_BASE and to restart from. */
+static uint32_t dev_state(const struct uvn_vu_backend *b, const struct uvn_vu_queue *q)
+{
+	if (vu_packed(b))
+		return uvn_vq_dev_avail_state(q->dev) | (uint32_t)uvn_vq_dev_used_state(q->dev) << 16;
+	return uvn_vq_dev_avail_state(q->dev);
+}
+
+/*
+ * The device half of a ring whose addresses no longer translate: it points
+ * into a mapping that is going away, so nothing may use it again. Its
+ * state is kept in base, and the ring is set up again from there once it
+ * is back in memory (as after GET_VRING_BASE / SET_VRING_KICK).
+ */
+static void drop_dev(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
+{
+	if (!q->dev)
+		return;
+	vu_queue_pause(b, q);
+	q->base = dev_state(b, q);
+	uvn_vq_dev_destroy(q->dev);
+	q->dev = NULL;
+}
+
+static int translate(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
 {
 	const struct vhost_vring_addr *a = &q->addr;
 	uint64_t n = q->num, dsz = 16 * n, asz, usz, aal, ual;
 
-	q->desc = q->driver = q->device = NULL;
-	q->cursor.mem = b->mem;
-	q->cursor.hint = 0;
 	if (!q->addr_set || !b->features_set || !num_ok(vu_packed(b), q->num))
 		return -EFAULT;
 	if (vu_packed(b)) {
@@ -62,17 +83,26 @@ int vu_queue_translate(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
 		q->desc = q->driver = q->device = NULL;
 		return -EFAULT;
 	}
-	if (q->dev)
-		uvn_vq_dev_set_addrs(q->dev, q->desc, q->driver, q->device, &q->cursor);
 	return 0;
 }
 
-/* The ring state to return from GET_VRING_BASE and to restart from. */
-static uint32_t dev_state(const struct uvn_vu_backend *b, const struct uvn_vu_queue *q)
+/*
+ * Every pointer a ring keeps into guest memory is set here, in every state
+ * of the ring (ready, paused, started but disabled, stopped): either to the
+ * current table, or dropped. Called before an old mapping goes away.
+ */
+int vu_queue_translate(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
 {
-	if (vu_packed(b))
-		return uvn_vq_dev_avail_state(q->dev) | (uint32_t)uvn_vq_dev_used_state(q->dev) << 16;
-	return uvn_vq_dev_avail_state(q->dev);
+	q->desc = q->driver = q->device = NULL;
+	q->cursor.mem = b->mem;
+	q->cursor.hint = 0;
+	if (translate(b, q)) {
+		drop_dev(b, q);
+		return -EFAULT;
+	}
+	if (q->dev)
+		uvn_vq_dev_set_addrs(q->dev, q->desc, q->driver, q->device, &q->cursor);
+	return 0;
 }
 
 static int create_dev(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
@@ -165,9 +195,12 @@ void vu_mem_changed(struct uvn_vu_backend *b)
 {
 	for (unsigned i = 0; i < b->queue_num; i++) {
 		struct uvn_vu_queue *q = &b->q[i];
+		bool had_dev = q->dev != NULL;
 
-		if (q->addr_set && vu_queue_translate(b, q) && q->started)
-			vu_log(b, UVN_LOG_WARN, "ring %u is not in the new memory table: paused", i);
+		/* Every ring, set up or not: its cursor follows the table too. */
+		if (vu_queue_translate(b, q) && q->started)
+			vu_log(b, UVN_LOG_WARN, "ring %u is not in the new memory table: paused%s", i,
+			       had_dev ? " (set up again from its state when it is back)" : "");
 		vu_queue_update(b, q);
 	}
 }
@@ -263,26 +296,38 @@ int vu_h_GET_VRING_BASE(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct u
 	return 0;
 }
 
-/* SET_VRING_KICK/CALL/ERR: the ring and the fd (or -1 with the NOFD bit). */
-static struct uvn_vu_queue *fd_request(struct uvn_vu_backend *b, struct uvn_vu_msg *m, int *fd)
+/*
+ * SET_VRING_KICK/CALL/ERR: the ring and the fd (or -1 with the NOFD bit).
+ * The fd must be an eventfd, made non-blocking here; anything else is
+ * refused (closed, that ring broken, @return -EINVAL with *@q set) before
+ * the ring changes. @return 0, or -EPROTO (connection error, *@q NULL)
+ */
+static int fd_request(struct uvn_vu_backend *b, struct uvn_vu_msg *m, const char *what,
+		      struct uvn_vu_queue **q, int *fd)
 {
-	struct uvn_vu_queue *q = vu_queue(b, (uint32_t)(m->p.u64 & VHOST_USER_VRING_IDX_MASK));
-
 	*fd = -1;
-	if (q && !(m->p.u64 & VHOST_USER_VRING_NOFD_MASK))
-		*fd = uvn_vu_msg_take_fd(m, 0);
-	return q;
+	*q = vu_queue(b, (uint32_t)(m->p.u64 & VHOST_USER_VRING_IDX_MASK));
+	if (!*q)
+		return -EPROTO;
+	if (m->p.u64 & VHOST_USER_VRING_NOFD_MASK)
+		return 0;
+	*fd = uvn_vu_msg_take_fd(m, 0);
+	if (vu_peer_eventfd(*fd) == 0)
+		return 0;
+	close_fd(fd);
+	return vu_queue_error(b, *q, &b->st.err_fd_type, "ring %u: the %s fd is not an eventfd",
+			      (*q)->idx, what);
 }
 
 int vu_h_SET_VRING_KICK(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
 {
 	struct uvn_vu_queue *q;
-	int fd;
+	int fd, ret;
 
 	(void)reply;
-	q = fd_request(b, m, &fd);
-	if (!q)
-		return -EPROTO;
+	ret = fd_request(b, m, "kick", &q, &fd);
+	if (ret)
+		return ret;
 	if (!q->num || !q->addr_set) {
 		close_fd(&fd);
 		return vu_queue_error(b, q, &b->st.err_order, "ring %u: SET_VRING_KICK before %s",
@@ -303,13 +348,13 @@ int vu_h_SET_VRING_KICK(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct u
 int vu_h_SET_VRING_CALL(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
 {
 	struct uvn_vu_queue *q;
-	int fd;
+	int fd, ret;
 
 	(void)reply;
 	/* virtio-user sends this before SET_FEATURES: nothing else is needed. */
-	q = fd_request(b, m, &fd);
-	if (!q)
-		return -EPROTO;
+	ret = fd_request(b, m, "call", &q, &fd);
+	if (ret)
+		return ret;
 	vu_queue_pause(b, q);
 	close_fd(&q->call_fd);
 	q->call_fd = fd;
@@ -320,12 +365,12 @@ int vu_h_SET_VRING_CALL(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct u
 int vu_h_SET_VRING_ERR(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
 {
 	struct uvn_vu_queue *q;
-	int fd;
+	int fd, ret;
 
 	(void)reply;
-	q = fd_request(b, m, &fd);
-	if (!q)
-		return -EPROTO;
+	ret = fd_request(b, m, "error", &q, &fd);
+	if (ret)
+		return ret;
 	close_fd(&q->err_fd);
 	q->err_fd = fd;
 	return 0;

@@ -54,6 +54,22 @@ static const struct uvn_vu_device_ops dev_ops = {
 	.set_status = dev_set_status,
 };
 
+/* The guest's memory and its rings' eventfds. */
+static void fe_guest_init(struct fe *f, uint64_t features)
+{
+	f->memfd = memfd_create("guest", MFD_CLOEXEC);
+	assert_true(f->memfd >= 0);
+	assert_int_equal(ftruncate(f->memfd, FE_MEM_SIZE), 0);
+	f->mem = mmap(NULL, FE_MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, f->memfd, 0);
+	assert_true(f->mem != MAP_FAILED);
+	f->gpa = 0x40000000;
+	f->features = features;
+	for (unsigned i = 0; i < FE_QUEUES; i++) {
+		f->kick[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		f->call[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	}
+}
+
 void fe_open(struct fe *f, unsigned queues, uint64_t features)
 {
 	struct uvn_vu_backend_cfg cfg = {
@@ -69,22 +85,22 @@ void fe_open(struct fe *f, unsigned queues, uint64_t features)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	f->sock = sv[0];
 	assert_int_equal(uvn_vu_backend_create(sv[1], &cfg, &f->b), 0);
-	f->memfd = memfd_create("guest", MFD_CLOEXEC);
-	assert_true(f->memfd >= 0);
-	assert_int_equal(ftruncate(f->memfd, FE_MEM_SIZE), 0);
-	f->mem = mmap(NULL, FE_MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, f->memfd, 0);
-	assert_true(f->mem != MAP_FAILED);
-	f->gpa = 0x40000000;
-	f->features = features;
-	for (unsigned i = 0; i < FE_QUEUES; i++) {
-		f->kick[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		f->call[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	}
+	fe_guest_init(f, features);
+}
+
+void fe_attach(struct fe *f, int sock, struct uvn_vu_backend *b, uint64_t features)
+{
+	memset(f, 0, sizeof(*f));
+	f->sock = sock;
+	f->b = b;
+	f->external = true;
+	fe_guest_init(f, features);
 }
 
 void fe_close(struct fe *f)
 {
-	uvn_vu_backend_destroy(f->b);
+	if (!f->external)
+		uvn_vu_backend_destroy(f->b);
 	f->b = NULL;
 	close(f->sock);
 	munmap(f->mem, FE_MEM_SIZE);
@@ -205,6 +221,11 @@ void fe_setup_ring(struct fe *f, unsigned idx, unsigned num, uint64_t off, uint3
 	fe_vring_fd(f, VHOST_USER_SET_VRING_KICK, idx, f->kick[idx]);
 }
 
+bool fe_ready(struct fe *f, unsigned idx)
+{
+	return uvn_vu_backend_queue(f->b, idx)->vq != NULL;
+}
+
 void fe_negotiate_qemu(struct fe *f, unsigned num)
 {
 	uint64_t feat, proto;
@@ -230,11 +251,11 @@ void fe_negotiate_qemu(struct fe *f, unsigned num)
 	}
 	/* rings start disabled with PROTOCOL_FEATURES */
 	for (unsigned i = 0; i < FE_QUEUES; i++)
-		assert_false(f->dev.ready[i]);
+		assert_false(fe_ready(f, i));
 	for (unsigned i = 0; i < FE_QUEUES; i++)
 		fe_vring_state(f, VHOST_USER_SET_VRING_ENABLE, i, 1);
 	for (unsigned i = 0; i < FE_QUEUES; i++)
-		assert_true(f->dev.ready[i]);
+		assert_true(fe_ready(f, i));
 }
 
 int count_fds(void)

@@ -33,6 +33,7 @@ struct fake_dev {
 struct fe {
 	int sock;                   /* frontend end */
 	struct uvn_vu_backend *b;
+	bool external;              /* b belongs to someone else (fe_attach) */
 	struct fake_dev dev;
 	int memfd;
 	uint8_t *mem;               /* our mapping = the frontend's user addresses */
@@ -43,7 +44,10 @@ struct fe {
 
 /* Socketpair + backend with @queues queues offering @features. */
 void fe_open(struct fe *f, unsigned queues, uint64_t features);
-/* Destroy the backend (if still alive) and everything of the frontend. */
+/* A frontend for a backend someone else created on @sock's peer (a port):
+ * fe_send still hands each request to @b directly; fe_close leaves @b alone. */
+void fe_attach(struct fe *f, int sock, struct uvn_vu_backend *b, uint64_t features);
+/* Destroy the backend (if still alive and ours) and everything of the frontend. */
 void fe_close(struct fe *f);
 
 /* Send a request, let the backend handle it. @return what uvn_vu_backend_handle() returned. */
@@ -63,6 +67,8 @@ void fe_set_mem_table(struct fe *f, uint32_t flags);
 void fe_setup_ring(struct fe *f, unsigned idx, unsigned num, uint64_t off, uint32_t base);
 void fe_vring_state(struct fe *f, uint32_t req, unsigned idx, unsigned num);
 void fe_vring_fd(struct fe *f, uint32_t req, unsigned idx, int fd);
+/* Is ring @idx handed to the device (q->vq set)? */
+bool fe_ready(struct fe *f, unsigned idx);
 /* QEMU's order up to enabled rings (split, @num entries, rings at 1 MB). */
 void fe_negotiate_qemu(struct fe *f, unsigned num);
 
