@@ -53,9 +53,10 @@ static void control_loop(struct uvnetd *d)
 			uvn_loop_dispatch(d->loop);
 			continue;
 		}
-		uvnetd_quiesce(d);
-		uvn_loop_dispatch(d->loop);
-		uvnetd_assign(d);
+		if (uvnetd_quiesce(d)) {
+			uvn_loop_dispatch(d->loop);
+			uvnetd_assign(d);
+		}
 		uvnetd_resume(d);
 	}
 }
@@ -161,8 +162,8 @@ int main(int argc, char **argv)
 	UVN_INFO("running: %u ports, %u workers, %s mode", d.nports, d.nworkers,
 		 d.o.poll ? "poll" : "event");
 	/* The workers were created parked: give them their queues. */
-	uvnetd_quiesce(&d);
-	uvnetd_assign(&d);
+	if (uvnetd_quiesce(&d))
+		uvnetd_assign(&d);
 	uvnetd_resume(&d);
 	control_loop(&d);
 	uvnetd_workers_stop(&d); /* counters are final once they are gone */

@@ -54,7 +54,9 @@ struct uvnetd_src {
 	struct uvn_port *p;
 	unsigned q;
 	struct uvnetd_worker *w;
-	struct uvn_handler h;         /* event mode: its kick (or TAP) fd */
+	struct uvn_handler h;         /* event mode: our dup of its kick (or TAP) fd */
+	bool busy;                    /* event mode: has more, served again next round */
+	uint64_t served;              /* the worker's round that last served it */
 };
 
 struct uvnetd_worker {
@@ -68,6 +70,8 @@ struct uvnetd_worker {
 	struct uvn_handler wake_h;    /* eventfd: the control thread wants it */
 	struct uvnetd_src srcs[UVNETD_MAX_SRCS];
 	unsigned nsrcs;
+	unsigned nbusy;               /* srcs with busy set */
+	uint64_t round;               /* event mode: rounds (epoll waits) so far */
 };
 
 struct uvnetd {
@@ -82,6 +86,7 @@ struct uvnetd {
 	_Atomic bool pause, stop;
 	_Atomic unsigned pause_gen;
 	unsigned park_depth;          /* control thread: nested quiesce calls */
+	bool parked;                  /* control thread: the outermost quiesce parked them */
 	uint64_t pauses;              /* times the workers were parked */
 	struct uvn_handler sig_h, stats_h, ctl_h;
 	struct uvnetd_ctl_conn ctl_conn[UVNETD_CTL_CLIENTS];
@@ -100,8 +105,11 @@ int uvnetd_parse_zc(const char *s, int *mode);
 int uvnetd_workers_start(struct uvnetd *d);
 void uvnetd_workers_stop(struct uvnetd *d);
 /* Park every worker (returns once none is in the data path) / let them go.
- * Calls nest: only the outermost pair parks and releases. */
-void uvnetd_quiesce(struct uvnetd *d);
+ * Calls nest: only the outermost pair parks and releases. Every quiesce
+ * is paired with a resume, whatever it returned.
+ * @return true when parked; false when uvnetd is stopping (a stop signal
+ *         came while waiting): the workers may still run, change nothing */
+bool uvnetd_quiesce(struct uvnetd *d);
 void uvnetd_resume(struct uvnetd *d);
 /* Give every port's rx queues to workers (quiesced). */
 void uvnetd_assign(struct uvnetd *d);

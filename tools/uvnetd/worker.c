@@ -13,9 +13,21 @@
  * acknowledgement means "not in the data path until resumed". After
  * resuming, a worker looks at each of its queues once before sleeping:
  * buffers may have been posted while the queue was being set up.
+ *
+ * What a guest can keep busy is bounded: a queue gets a budget of bursts
+ * per round and, if it has more, waits on its worker's busy list for the
+ * next round (handled after an epoll_wait that does not sleep). A round
+ * ends, so a worker always answers a pause or a stop within one round.
+ *
+ * In event mode a worker sleeps on its own dup() of each queue's fd and
+ * closes it only after removing it from its epoll set: the port may close
+ * or replace its fd at any time (a frontend's SET_VRING_KICK), and a
+ * registration removed by a closed number would outlive it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -27,6 +39,11 @@
 
 #define BURST UVN_FWD_BURST
 #define SMALL_ROOM 2048
+/* Bursts one queue may take per round in event mode (poll mode: one).
+ * A guest that keeps its ring full gets this much, then waits for the
+ * next round like everyone else: it can neither starve the queues beside
+ * it nor keep its worker from parking (the CVE-2019-3900 shape). */
+#define EVENT_BUDGET 4
 
 static void wake(struct uvnetd_worker *w)
 {
@@ -36,30 +53,42 @@ static void wake(struct uvnetd_worker *w)
 		UVN_DEBUG("worker %u: wake: %s", w->fw.id, strerror(errno));
 }
 
-/* Bring in everything queue @q of @p has, forwarding it. */
-static unsigned drain(struct uvnetd_worker *w, struct uvn_port *p, unsigned q)
+/* Bring in up to @budget bursts from queue @q of @p, forwarding them.
+ * @return true if the budget ran out (the queue may have more) */
+static bool drain(struct uvnetd_worker *w, struct uvn_port *p, unsigned q, unsigned budget)
 {
 	struct uvnetd *d = w->d;
 	struct uvn_pkt *pkts[BURST];
-	unsigned n, total = 0;
 
-	while ((n = p->ops->rx(p, q, pkts, BURST))) {
+	for (; budget; budget--) {
+		unsigned n = p->ops->rx(p, q, pkts, BURST);
+
+		if (!n)
+			return false;
 		uvn_fwd_burst(&d->fwd, &w->fw, p, pkts, n);
 		if (p->ops->complete)
 			p->ops->complete(p, q);
-		total += n;
-		if (d->o.mode == UVN_FWD_TXONLY || d->o.poll)
-			break; /* one burst per queue per round: fair to the others */
 	}
-	return total;
+	return true;
 }
 
-/* Event mode: drain until the queue is empty with notifications re-armed. */
-static void drain_armed(struct uvnetd_worker *w, struct uvn_port *p, unsigned q)
+static void set_busy(struct uvnetd_src *s, bool busy)
 {
-	do
-		drain(w, p, q);
-	while (!p->ops->arm(p, q));
+	if (s->busy != busy)
+		s->w->nbusy += busy ? 1 : -1u;
+	s->busy = busy;
+}
+
+/* Event mode: one round's worth of queue @s. Empty, it sleeps with
+ * notifications re-armed; otherwise (budget spent, or frames came while
+ * re-arming) it stays on the busy list for the next round, instead of
+ * holding this one. */
+static void serve(struct uvnetd_src *s)
+{
+	bool more = drain(s->w, s->p, s->q, EVENT_BUDGET) || !s->p->ops->arm(s->p, s->q);
+
+	s->served = s->w->round;
+	set_busy(s, more);
 }
 
 static void on_src(struct uvn_handler *h, uint32_t events)
@@ -69,7 +98,19 @@ static void on_src(struct uvn_handler *h, uint32_t events)
 	(void)events;
 	if (s->p->ops->rx_event)
 		s->p->ops->rx_event(s->p, s->q);
-	drain_armed(s->w, s->p, s->q);
+	if (s->served != s->w->round)
+		serve(s);
+}
+
+/* The queues still busy from earlier rounds and not served in this one. */
+static void serve_busy(struct uvnetd_worker *w)
+{
+	for (unsigned i = 0; w->nbusy && i < w->nsrcs; i++) {
+		struct uvnetd_src *s = &w->srcs[i];
+
+		if (s->busy && s->served != w->round)
+			serve(s);
+	}
 }
 
 static void on_wake(struct uvn_handler *h, uint32_t events)
@@ -86,7 +127,7 @@ static void poll_round(struct uvnetd_worker *w)
 	for (unsigned i = 0; i < w->nsrcs; i++) {
 		struct uvnetd_src *s = &w->srcs[i];
 
-		drain(w, s->p, s->q);
+		drain(w, s->p, s->q, 1);
 		if (w->d->o.mode == UVN_FWD_TXONLY)
 			uvn_fwd_generate(&w->d->fwd, &w->fw, s->p);
 	}
@@ -105,11 +146,16 @@ static void park(struct uvnetd_worker *w)
 	}
 }
 
+/*
+ * Every round is bounded (each queue gets its budget at most once), so
+ * `stop` and `pause` are seen within one round whatever the guests do.
+ * Event mode sleeps only when no queue is busy.
+ */
 static void *worker_main(void *arg)
 {
 	struct uvnetd_worker *w = arg;
 	struct uvnetd *d = w->d;
-	bool busy = d->o.poll || d->o.mode == UVN_FWD_TXONLY;
+	bool polling = d->o.poll || d->o.mode == UVN_FWD_TXONLY;
 
 	if (w->cpu >= 0 && uvn_pin_thread(w->cpu))
 		UVN_WARN("worker %u: cannot pin to CPU %d", w->fw.id, w->cpu);
@@ -117,24 +163,38 @@ static void *worker_main(void *arg)
 		if (atomic_load(&d->pause)) {
 			park(w);
 			/* Queues may be new: look at each before sleeping. */
-			for (unsigned i = 0; !busy && i < w->nsrcs; i++)
-				drain_armed(w, w->srcs[i].p, w->srcs[i].q);
+			for (unsigned i = 0; !polling && i < w->nsrcs; i++)
+				set_busy(&w->srcs[i], true);
 			continue;
 		}
-		if (busy)
+		if (polling) {
 			poll_round(w);
-		else
-			uvn_loop_run_once(w->loop, -1);
+			continue;
+		}
+		w->round++;
+		uvn_loop_run_once(w->loop, w->nbusy ? 0 : -1);
+		serve_busy(w);
 	}
 	return NULL;
 }
 
-void uvnetd_quiesce(struct uvnetd *d)
+/* A SIGINT or SIGTERM waiting for the control thread (they are blocked:
+ * only its signalfd takes them)? */
+static bool stop_pending(void)
+{
+	sigset_t set;
+
+	return !sigpending(&set) && (sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGINT) == 1);
+}
+
+bool uvnetd_quiesce(struct uvnetd *d)
 {
 	unsigned gen;
 
-	if (d->park_depth++ || !d->nworkers)
-		return;
+	if (d->park_depth++)
+		return d->parked;
+	if (!d->nworkers)
+		return d->parked = true;
 	d->pauses++;
 	gen = atomic_fetch_add(&d->pause_gen, 1) + 1;
 	/* The generation first: a worker that sees pause reads it after. */
@@ -142,38 +202,76 @@ void uvnetd_quiesce(struct uvnetd *d)
 	for (unsigned i = 0; i < d->nworkers; i++)
 		wake(&d->workers[i]);
 	/* A sleeping worker takes a wake-up to answer, maybe on this CPU:
-	 * spin a little, then give the CPU away while waiting. */
+	 * spin a little, then give the CPU away while waiting. A worker's
+	 * round is bounded, so this ends; should one still not answer, a
+	 * signal to stop is not left waiting behind it. */
 	for (unsigned i = 0; i < d->nworkers; i++)
-		for (unsigned spins = 0;
-		     atomic_load(&d->workers[i].acked) != gen && !atomic_load(&d->stop); spins++) {
-			if (spins < 256)
+		for (unsigned spins = 0; atomic_load(&d->workers[i].acked) != gen; spins++) {
+			if (atomic_load(&d->stop))
+				return d->parked = false;
+			if (spins < 256) {
 				uvn_cpu_relax();
-			else
-				sched_yield();
+				continue;
+			}
+			sched_yield();
+			if (!(spins % 256) && stop_pending())
+				atomic_store(&d->stop, true);
 		}
+	return d->parked = true;
 }
 
 void uvnetd_resume(struct uvnetd *d)
 {
 	if (--d->park_depth)
 		return;
+	d->parked = false;
 	atomic_store(&d->pause, false);
+}
+
+/* Stop serving @w's queues: each registration ends before its fd (our own
+ * dup) is closed, so it always ends, whatever the port did with its fd. */
+static void release_srcs(struct uvnetd_worker *w)
+{
+	for (unsigned j = 0; j < w->nsrcs; j++) {
+		struct uvnetd_src *s = &w->srcs[j];
+
+		if (s->h.fd < 0)
+			continue;
+		uvn_loop_del(w->loop, &s->h);
+		close(s->h.fd);
+		s->h.fd = -1;
+	}
+	w->nsrcs = 0;
+	w->nbusy = 0;
+}
+
+/* Event mode: sleep on queue @s's fd. The port's fd is the port's (a vhost
+ * backend closes or replaces a kick fd while handling a message), so the
+ * worker registers a dup() of it that only it closes, after removing it. */
+static void watch_src(struct uvnetd_src *s, int fd)
+{
+	int mine = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+
+	if (mine < 0) {
+		UVN_ERR("worker %u: %s queue %u: dup: %s", s->w->fw.id, s->p->name, s->q,
+			strerror(errno));
+		return;
+	}
+	s->h = (struct uvn_handler){ .fd = mine, .fn = on_src, .ctx = s };
+	if (uvn_loop_add(s->w->loop, &s->h, EPOLLIN)) {
+		close(mine);
+		s->h.fd = -1;
+	}
 }
 
 /* Give every rx queue of every port to a worker, round-robin. Quiesced. */
 void uvnetd_assign(struct uvnetd *d)
 {
-	bool busy = d->o.poll || d->o.mode == UVN_FWD_TXONLY;
+	bool polling = d->o.poll || d->o.mode == UVN_FWD_TXONLY;
 	unsigned k = 0;
 
-	for (unsigned i = 0; i < d->nworkers; i++) {
-		struct uvnetd_worker *w = &d->workers[i];
-
-		for (unsigned j = 0; j < w->nsrcs; j++)
-			if (w->srcs[j].h.fd >= 0)
-				uvn_loop_del(w->loop, &w->srcs[j].h);
-		w->nsrcs = 0;
-	}
+	for (unsigned i = 0; i < d->nworkers; i++)
+		release_srcs(&d->workers[i]);
 	for (unsigned i = 0; i < d->nports; i++) {
 		struct uvn_port *p = d->ports[i];
 		unsigned nq = p->ops->nqueues(p);
@@ -188,11 +286,8 @@ void uvnetd_assign(struct uvnetd *d)
 			s = &w->srcs[w->nsrcs++];
 			*s = (struct uvnetd_src){ .p = p, .q = q, .w = w, .h.fd = -1 };
 			fd = p->ops->rx_fd ? p->ops->rx_fd(p, q) : -1;
-			if (busy || fd < 0)
-				continue;
-			s->h = (struct uvn_handler){ .fd = fd, .fn = on_src, .ctx = s };
-			if (uvn_loop_add(w->loop, &s->h, EPOLLIN))
-				s->h.fd = -1;
+			if (!polling && fd >= 0)
+				watch_src(s, fd);
 		}
 		if (p->ops->set_senders)
 			p->ops->set_senders(p, d->nworkers);
@@ -258,6 +353,7 @@ void uvnetd_workers_stop(struct uvnetd *d)
 
 		if (w->started)
 			pthread_join(w->thr, NULL);
+		release_srcs(w);
 		if (w->wake_h.fd >= 0)
 			close(w->wake_h.fd);
 		uvn_loop_destroy(w->loop);
