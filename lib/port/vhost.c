@@ -67,7 +67,26 @@ static int set_pairs(void *ctx, unsigned pairs)
 	return 0;
 }
 
-/* The control queue is control: answered here, on the control thread. */
+/*
+ * The control queue is control: answered here, on the control thread, with
+ * the workers parked. One pass per event (the device bounds a pass): a
+ * guest that keeps its control queue full must not keep the control thread
+ * here, nor the parked workers and SIGTERM behind it. Commands left over
+ * when notifications are back on: the port kicks itself (the kick fd is
+ * non-blocking), and the loop returns after whatever else is ready.
+ */
+static void ctrl_pass(struct vhost_port *v, struct vq_slot *s)
+{
+	uint64_t one = 1;
+
+	uvn_netdev_ctrl(&s->nq, set_pairs, v);
+	/* A broken queue is not served again: no kick for it either. */
+	if (uvn_vq_dev_enable_notify(s->nq.vq) || s->nq.broken || s->kick_h.fd < 0)
+		return;
+	if (write(s->kick_h.fd, &one, sizeof(one)) == sizeof(one))
+		v->ctrl_self_kicks++;
+}
+
 static void on_ctrl_kick(struct uvn_handler *h, uint32_t events)
 {
 	struct vq_slot *s = h->ctx;
@@ -75,13 +94,14 @@ static void on_ctrl_kick(struct uvn_handler *h, uint32_t events)
 	uint64_t n;
 
 	(void)events;
-	if (read(h->fd, &n, sizeof(n)) == sizeof(n))
+	if (read(h->fd, &n, sizeof(n)) == sizeof(n)) {
+		/* the guest's kicks, not ours */
+		n -= n < v->ctrl_self_kicks ? n : v->ctrl_self_kicks;
 		atomic_fetch_add_explicit(&v->kicks, n, memory_order_relaxed);
-	if (!s->vu)
-		return;
-	do
-		uvn_netdev_ctrl(&s->nq, set_pairs, v);
-	while (!uvn_vq_dev_enable_notify(s->nq.vq));
+	}
+	v->ctrl_self_kicks = 0;
+	if (s->vu)
+		ctrl_pass(v, s);
 }
 
 static struct vq_slot *slot_of(struct vhost_port *v, unsigned idx)
@@ -156,8 +176,7 @@ static void queue_start(struct vhost_port *v, struct vq_slot *s, struct uvn_vu_q
 				s->kick_h.fd = -1;
 		}
 		/* Commands may be waiting from before a reconnect. */
-		uvn_netdev_ctrl(&s->nq, set_pairs, v);
-		uvn_vq_dev_enable_notify(q->vq);
+		ctrl_pass(v, s);
 		return;
 	}
 	if (!guest_tx || v->env.poll_mode) {

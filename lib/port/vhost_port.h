@@ -46,6 +46,7 @@ struct vhost_port {
 	struct uvn_port_stats gone; /* counters of queues that stopped */
 	_Atomic uint64_t kicks;
 	uint64_t discarded;         /* frames of disabled TX rings, dropped */
+	uint64_t ctrl_self_kicks;   /* kicks the port gave its own control queue (not counted) */
 	_Atomic uint64_t dropped_down; /* frames sent while no queue was ready */
 };
 
