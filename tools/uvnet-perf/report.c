@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "perf.h"
+#include "util/json.h"
 
 /* A number with @decimals digits after the point, or null. */
 static void jnum(FILE *f, const char *key, double v, int decimals)
@@ -24,21 +25,11 @@ static void jnum(FILE *f, const char *key, double v, int decimals)
 		fputs("null", f);
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped. */
+/* A JSON string (the one escaping helper every JSON writer uses). */
 static void jstr(FILE *f, const char *key, const char *s)
 {
-	fprintf(f, ",\"%s\":\"", key);
-	for (; s && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
+	fprintf(f, ",\"%s\":", key);
+	uvn_json_str(f, s);
 }
 
 static const char *status_name(enum pt_status s)

@@ -28,9 +28,11 @@
 #include <unistd.h>
 
 #include "net/device/netdev.h"
+#include "util/json.h"
 #include "util/log.h"
 #include "util/sys.h"
 #include "uvnetd.h"
+#include "vhost_user/backend.h"
 
 static const char *const zc_names[] = { [UVN_ZC_OFF] = "off", [UVN_ZC_ON] = "on",
 					[UVN_ZC_AUTO] = "auto" };
@@ -45,8 +47,9 @@ static void show_ports(struct uvnetd *d, FILE *f, bool json)
 
 		p->ops->stats(p, &s);
 		if (json) {
-			fprintf(f, "%s{\"name\":\"%s\",\"kind\":\"%s\",\"queues\":%u,", i ? "," : "",
-				p->name, p->ops->kind, p->ops->nqueues(p));
+			fputs(i ? ",{\"name\":" : "{\"name\":", f);
+			uvn_json_str(f, p->name);
+			fprintf(f, ",\"kind\":\"%s\",\"queues\":%u,", p->ops->kind, p->ops->nqueues(p));
 			uvn_stats_json(f, &s, uvn_port_stats_desc);
 			fputc('}', f);
 		} else {
@@ -87,15 +90,17 @@ static void show_fdb(struct uvnetd *d, FILE *f, bool json)
 		if (!e->mac || e->port >= d->nports || now - e->seen_ns > fdb->age_ns)
 			continue;
 		age = (double)(now - e->seen_ns) / 1e9;
-		if (json)
-			fprintf(f, "%s{\"mac\":\"%012" PRIx64 "\",\"port\":\"%s\",\"age_s\":%.1f}",
-				first ? "" : ",", e->mac, d->ports[e->port]->name, age);
-		else
+		if (json) {
+			fprintf(f, "%s{\"mac\":\"%012" PRIx64 "\",\"port\":", first ? "" : ",", e->mac);
+			uvn_json_str(f, d->ports[e->port]->name);
+			fprintf(f, ",\"age_s\":%.1f}", age);
+		} else {
 			fprintf(f, "%02x:%02x:%02x:%02x:%02x:%02x  %-40s age %.1f s\n",
 				(unsigned)(e->mac >> 40) & 0xff, (unsigned)(e->mac >> 32) & 0xff,
 				(unsigned)(e->mac >> 24) & 0xff, (unsigned)(e->mac >> 16) & 0xff,
 				(unsigned)(e->mac >> 8) & 0xff, (unsigned)e->mac & 0xff,
 				d->ports[e->port]->name, age);
+		}
 		first = false;
 	}
 	if (json)
@@ -129,7 +134,11 @@ static void set_zerocopy(struct uvnetd *d, const char *mode, FILE *f)
 		fputs("error: set zerocopy on|off|auto\n", f);
 		return;
 	}
-	uvnetd_quiesce(d);
+	if (!uvnetd_quiesce(d)) {
+		uvnetd_resume(d);
+		fputs("error: uvnetd is stopping\n", f);
+		return;
+	}
 	d->o.zerocopy = m;
 	for (unsigned i = 0; i < d->nports; i++)
 		if (!strcmp(d->ports[i]->ops->kind, "vhost-user"))
@@ -234,29 +243,26 @@ static void on_accept(struct uvn_handler *h, uint32_t events)
 	}
 }
 
+/* The socket is made as the vhost-user ones are (uvn_vu_listen): a stale
+ * socket file is replaced, but never a file of another kind nor a socket
+ * some process (another uvnetd) still accepts on. */
 int uvnetd_ctl_start(struct uvnetd *d, const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd, r;
+	int fd = uvn_vu_listen(path), r;
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -EEXIST)
+		UVN_ERR("control socket %s: exists and is not a socket: not removed", path);
+	else if (fd == -EADDRINUSE)
+		UVN_ERR("control socket %s: in use by a live process: not removed", path);
 	if (fd < 0)
-		return -errno;
-	unlink(path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 8)) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
+		return fd;
 	for (unsigned i = 0; i < UVNETD_CTL_CLIENTS; i++)
 		d->ctl_conn[i].h.fd = -1;
 	d->ctl_h = (struct uvn_handler){ .fd = fd, .fn = on_accept, .ctx = d, .light = true };
 	r = uvn_loop_add(d->loop, &d->ctl_h, EPOLLIN);
 	if (r) {
 		close(fd);
+		unlink(path);
 		d->ctl_h.fd = -1;
 	}
 	return r;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/json.h"
 #include "util/sys.h"
 #include "uvnetd.h"
 
@@ -27,11 +28,13 @@ static struct rates rates(const struct uvn_port_stats *now, const struct uvn_por
 static void json_port(const char *sep, const struct uvn_port *p, const struct rates *r,
 		      const struct uvn_port_stats *s)
 {
-	printf("%s{\"name\":\"%s\",\"rx_pps\":%.0f,\"tx_pps\":%.0f,\"rx_gbps\":%.3f,"
+	printf("%s{\"name\":", sep);
+	uvn_json_str(stdout, p->name);
+	printf(",\"rx_pps\":%.0f,\"tx_pps\":%.0f,\"rx_gbps\":%.3f,"
 	       "\"tx_gbps\":%.3f,\"rx_packets\":%" PRIu64 ",\"tx_packets\":%" PRIu64
 	       ",\"drops\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"kicks\":%" PRIu64
 	       ",\"calls\":%" PRIu64 ",\"calls_suppressed\":%" PRIu64 "}",
-	       sep, p->name, r->rx_pps, r->tx_pps, r->rx_gbps, r->tx_gbps, s->rx_packets,
+	       r->rx_pps, r->tx_pps, r->rx_gbps, r->tx_gbps, s->rx_packets,
 	       s->tx_packets, s->drops, s->errors, s->kicks, s->calls, s->calls_suppressed);
 }
 

@@ -1,11 +1,14 @@
 #!/bin/bash
 # uvnetd's live control socket: show ports|queues|fdb|stats (text and JSON),
 # set zerocopy, bad commands refused with exit status 1, `show` and silent
-# clients never parking the workers, the socket removed at exit. No
-# frontend needed.
-# Usage: test_ctl.sh UVNETD
+# clients never parking the workers, the socket removed at exit. Then
+# (issue 12) --ctl never removes a regular file or a live uvnetd's socket,
+# and names with a quote, a backslash and a control character are escaped
+# in every JSON answer and stats line (an honest pair of HOSTILE's drivers
+# fills the fdb).
+# Usage: test_ctl.sh UVNETD HOSTILE
 set -euo pipefail
-UVNETD=$1
+UVNETD=$1 HOSTILE=$2
 DIR=$(mktemp -d /tmp/uvn-ctl.XXXXXX)
 PID=
 cleanup() { [[ -n "$PID" ]] && kill -TERM "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; rm -rf "$DIR"; }
@@ -81,9 +84,58 @@ for s in silent[4:]:
     except BlockingIOError:
         pass
 PY
+# uvnetd with these arguments exits at once, with an error (not one that
+# started and had to be stopped)
+refused() {
+	local rc=0
+	timeout 5 "$UVNETD" "$@" >"$DIR/log2" 2>&1 || rc=$?
+	((rc != 0 && rc != 124))
+}
+# --ctl at a live uvnetd's socket: refused, that one keeps answering
+refused --port "vhost-user:$DIR/x.sock" --ctl "$DIR/ctl.sock" ||
+	fail "a second uvnetd took a live control socket"
+grep -q 'in use' "$DIR/log2" || fail "no reason given: $(cat "$DIR/log2")"
+ctl show stats >/dev/null || fail "the first uvnetd lost its control socket"
 kill -TERM "$PID"
 wait "$PID" || fail "uvnetd exit status"
 PID=
 [[ ! -e "$DIR/ctl.sock" ]] || fail "control socket left behind"
 grep -q 'totals' "$DIR/log" || fail "no final totals"
+
+# --ctl at a regular file: refused, the file untouched
+echo "precious" >"$DIR/file"
+refused --port "vhost-user:$DIR/x.sock" --ctl "$DIR/file" ||
+	fail "uvnetd started with --ctl at a regular file"
+[[ $(cat "$DIR/file") == precious ]] || fail "--ctl removed or changed a regular file"
+grep -q 'not a socket' "$DIR/log2" || fail "no reason given: $(cat "$DIR/log2")"
+[[ ! -e "$DIR/x.sock" ]] || fail "a refused start left its port socket"
+# a socket file nobody listens on (left by a dead process) is replaced
+python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$DIR/stale.sock"
+
+# Strings in JSON: a port whose path holds a quote, a backslash and a
+# control character, in every writer (ctl show ports/fdb, --json stats).
+WEIRD="$DIR/q\"b\\c"$'\x01'".sock"
+"$UVNETD" --port "vhost-user:$WEIRD" --port "vhost-user:$DIR/c.sock" --ctl "$DIR/stale.sock" \
+	--json --stats-interval 0.2 >"$DIR/out" 2>"$DIR/log" &
+PID=$!
+for _ in $(seq 50); do [[ -S "$DIR/c.sock" ]] && break; sleep 0.1; done
+[[ -S "$DIR/c.sock" ]] || fail "uvnetd on a stale control socket did not start: $(cat "$DIR/log")"
+ctl() { "$UVNETD" ctl "$DIR/stale.sock" "$@"; }
+"$HOSTILE" honest "$WEIRD" "$DIR/c.sock" 1 >/dev/null || fail "traffic from the oddly named port"
+check_json() { # WHAT JSON PYTHON-CHECK (d: the object, w: the expected name)
+	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); w="vhost:"+sys.argv[2]; '"$3" "$2" "$WEIRD" ||
+		fail "$1: $2"
+}
+check_json "show ports --json" "$(ctl show ports --json)" 'assert d["ports"][0]["name"]==w, d'
+check_json "show fdb --json" "$(ctl show fdb --json)" 'assert w in [e["port"] for e in d["fdb"]], d'
+kill -TERM "$PID"
+wait "$PID" || fail "uvnetd exit status"
+PID=
+n=0
+while IFS= read -r line; do
+	check_json "--json stats line" "$line" 'assert d["ports"][0]["name"]==w, d'
+	n=$((n + 1))
+done <"$DIR/out"
+((n >= 2)) || fail "stats lines: $(cat "$DIR/out")"
+grep -q '"final":true' "$DIR/out" || fail "no final JSON totals"
 echo "ok"
