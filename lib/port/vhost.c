@@ -306,6 +306,8 @@ static void start_reconnect(struct vhost_port *v);
 static void drop_connection(struct vhost_port *v)
 {
 	uvn_loop_del(v->loop, &v->conn_h);
+	uvn_loop_del(v->loop, &v->fault_h); /* before the session closes its eventfd */
+	v->fault_h.fd = -1;
 	uvn_vu_backend_destroy(v->be); /* stops every queue through queue_ready() */
 	v->be = NULL;
 	v->conn_h.fd = -1;
@@ -320,6 +322,17 @@ static void on_message(struct uvn_handler *h, uint32_t events)
 
 	(void)events;
 	if (uvn_vu_backend_handle(v->be) < 0)
+		drop_connection(v);
+}
+
+/* A mapping of this frontend's memory faulted: it shrank the file. Runs
+ * with the workers parked, like on_message. */
+static void on_mem_fault(struct uvn_handler *h, uint32_t events)
+{
+	struct vhost_port *v = h->ctx;
+
+	(void)events;
+	if (uvn_vu_backend_check_memory(v->be) < 0)
 		drop_connection(v);
 }
 
@@ -340,7 +353,15 @@ static int attach(struct vhost_port *v, int fd)
 	}
 	v->conn_h = (struct uvn_handler){ .fd = uvn_vu_backend_fd(v->be), .fn = on_message, .ctx = v };
 	r = uvn_loop_add(v->loop, &v->conn_h, EPOLLIN);
+	if (!r) {
+		v->fault_h = (struct uvn_handler){ .fd = uvn_vu_backend_fault_fd(v->be),
+						   .fn = on_mem_fault, .ctx = v };
+		r = uvn_loop_add(v->loop, &v->fault_h, EPOLLIN);
+		if (r)
+			uvn_loop_del(v->loop, &v->conn_h);
+	}
 	if (r) {
+		v->fault_h.fd = -1;
 		uvn_vu_backend_destroy(v->be);
 		v->be = NULL;
 		return r;
@@ -394,6 +415,7 @@ void uvn_vhost_destroy(struct uvn_port *port)
 
 	if (v->be) {
 		uvn_loop_del(v->loop, &v->conn_h);
+		uvn_loop_del(v->loop, &v->fault_h);
 		uvn_vu_backend_destroy(v->be);
 	}
 	uvn_timer_stop(v->loop, &v->retry_h);
@@ -429,7 +451,7 @@ int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, const struct uvn
 	v->loop = env->loop;
 	v->pairs_on = 1;
 	v->senders = 1;
-	v->listen_h.fd = v->conn_h.fd = v->retry_h.fd = v->drain_h.fd = -1;
+	v->listen_h.fd = v->conn_h.fd = v->retry_h.fd = v->drain_h.fd = v->fault_h.fd = -1;
 	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++) {
 		v->rx[i] = (struct vq_slot){ .kick_h.fd = -1, .port = v, .qp = i };
 		v->tx[i] = (struct vq_slot){ .kick_h.fd = -1, .port = v, .qp = i };

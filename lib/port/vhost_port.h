@@ -36,6 +36,7 @@ struct vhost_port {
 	struct uvn_loop *loop;
 	struct uvn_port_env env;
 	struct uvn_handler listen_h, conn_h, retry_h, drain_h;
+	struct uvn_handler fault_h; /* the session's guest memory vanished (SIGBUS caught) */
 	struct uvn_vu_backend *be;
 	uint64_t features;
 	unsigned pairs_on;          /* queue pairs the guest uses (MQ) */

@@ -36,8 +36,8 @@ static const vu_handler handlers[VHOST_USER_REQUEST_MAX] = { UVN_VU_REQUESTS(VU_
 const struct uvn_stat_desc uvn_vu_stats_desc[] = {
 	STAT(msgs), STAT(replies), STAT(err_io), STAT(err_header), STAT(err_size),
 	STAT(err_fds), STAT(err_fd_type), STAT(err_unknown), STAT(err_order), STAT(err_index),
-	STAT(err_feature), STAT(err_mem), STAT(err_ring), STAT(err_log), STAT(queues_broken),
-	STAT(fds_unused), STAT(mem_changes), { NULL, 0 },
+	STAT(err_feature), STAT(err_mem), STAT(err_ring), STAT(err_log), STAT(err_mem_gone),
+	STAT(queues_broken), STAT(fds_unused), STAT(mem_changes), { NULL, 0 },
 };
 
 /* ------------------------------------------------------------------ errors */
@@ -209,7 +209,8 @@ int uvn_vu_backend_create(int conn_fd, const struct uvn_vu_backend_cfg *cfg,
 	if (!b)
 		return -ENOMEM;
 	b->mem = uvn_mem_create();
-	if (!b->mem) {
+	if (!b->mem || uvn_mem_owner_init(&b->guard)) {
+		uvn_mem_destroy(b->mem);
 		free(b);
 		return -ENOMEM;
 	}
@@ -252,6 +253,8 @@ void uvn_vu_backend_destroy(struct uvn_vu_backend *b)
 	}
 	uvn_mem_destroy(b->mem);
 	vu_log_release(&b->log);
+	/* after every mapping that names it is gone */
+	uvn_mem_owner_fini(&b->guard);
 	close_fd(&b->log.fd);
 	uvn_vu_rx_reset(&b->rx);
 	close(b->fd);
@@ -261,6 +264,27 @@ void uvn_vu_backend_destroy(struct uvn_vu_backend *b)
 int uvn_vu_backend_fd(const struct uvn_vu_backend *b)
 {
 	return b->fd;
+}
+
+int uvn_vu_backend_fault_fd(const struct uvn_vu_backend *b)
+{
+	return uvn_mem_owner_fd(&b->guard);
+}
+
+int uvn_vu_backend_check_memory(struct uvn_vu_backend *b)
+{
+	uint64_t n;
+
+	if (!uvn_mem_owner_faults(&b->guard))
+		return 0;
+	/* rearm; the fault count stays */
+	while (read(uvn_mem_owner_fd(&b->guard), &n, sizeof(n)) == sizeof(n))
+		;
+	if (b->dead)
+		return -EFAULT;
+	vu_conn_error(b, &b->st.err_mem_gone,
+		      "guest memory vanished under us (the frontend shrank its memory file)");
+	return -EFAULT;
 }
 
 struct uvn_vu_queue *uvn_vu_backend_queue(struct uvn_vu_backend *b, unsigned idx)
@@ -398,6 +422,8 @@ int uvn_vu_backend_handle(struct uvn_vu_backend *b)
 
 	if (b->dead)
 		return -EPROTO;
+	if (uvn_vu_backend_check_memory(b))
+		return -EFAULT;
 	ret = uvn_vu_msg_recv(b->fd, &b->rx);
 	if (ret < 0)
 		return recv_error(b, ret);

@@ -99,6 +99,7 @@ struct uvn_vu_stats {
 	uint64_t err_mem;       /* memory regions that cannot be used */
 	uint64_t err_ring;      /* ring size, address, base or enable value invalid */
 	uint64_t err_log;       /* dirty log that cannot be used */
+	uint64_t err_mem_gone;  /* guest memory or log shrunk under us (SIGBUS caught) */
 	uint64_t queues_broken;
 	uint64_t fds_unused;    /* fds received and closed unused */
 	uint64_t mem_changes;   /* memory table updates applied */
@@ -124,6 +125,19 @@ int uvn_vu_backend_fd(const struct uvn_vu_backend *b);
  *         error): destroy the session
  */
 int uvn_vu_backend_handle(struct uvn_vu_backend *b);
+
+/*
+ * An eventfd that becomes readable when guest memory (or the dirty log) of
+ * this session vanished under us: the frontend shrank the file behind it.
+ * Poll it beside uvn_vu_backend_fd() and call uvn_vu_backend_check_memory().
+ */
+int uvn_vu_backend_fault_fd(const struct uvn_vu_backend *b);
+
+/*
+ * @return 0, or -EFAULT if guest memory of this session faulted (counted
+ * once in err_mem_gone): the connection is dead, destroy the session
+ */
+int uvn_vu_backend_check_memory(struct uvn_vu_backend *b);
 
 /* Stop every queue (queue_ready false first), unmap, close every fd, free. */
 void uvn_vu_backend_destroy(struct uvn_vu_backend *b);

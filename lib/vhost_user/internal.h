@@ -36,6 +36,7 @@ struct uvn_vu_backend {
 	bool owner;
 	bool dead;              /* a fatal error: the caller destroys the session */
 	struct uvn_mem *mem;    /* never NULL; empty until the first table */
+	struct uvn_mem_owner guard; /* told when a mapping of ours faults (SIGBUS) */
 	struct uvn_vu_dirty_log log;
 	struct uvn_vu_rx rx;
 	struct uvn_vu_stats st;

@@ -17,8 +17,7 @@
 
 void vu_log_release(struct uvn_vu_dirty_log *log)
 {
-	if (log->map)
-		munmap(log->map, log->map_len);
+	uvn_mem_unmap_guarded(log->map, log->map_len);
 	log->map = NULL;
 	log->bits = NULL;
 	log->size = 0;
@@ -29,6 +28,7 @@ static int map_log(struct uvn_vu_backend *b, const struct uvn_vu_log *l, int fd)
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), off, delta, len;
 	struct stat st;
 	void *p;
+	int ret;
 
 	if (l->mmap_size == 0 || l->mmap_offset + l->mmap_size < l->mmap_offset)
 		return vu_conn_error(b, &b->st.err_log, "dirty log: size 0x%llx offset 0x%llx invalid",
@@ -43,9 +43,10 @@ static int map_log(struct uvn_vu_backend *b, const struct uvn_vu_log *l, int fd)
 	len = (delta + l->mmap_size + page - 1) & ~(page - 1);
 	if (len > SIZE_MAX)
 		return vu_conn_error(b, &b->st.err_log, "dirty log too large");
-	p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+	/* Guarded: the frontend may shrink the log's file later. */
+	ret = uvn_mem_map_guarded(fd, off, (size_t)len, &b->guard, &p);
 	/* Without the log a migration would silently lose our writes: drop. */
-	if (p == MAP_FAILED)
+	if (ret)
 		return vu_conn_error(b, &b->st.err_log, "dirty log: cannot map it shared and writable");
 	vu_pause_all(b);
 	vu_log_release(&b->log);

@@ -25,7 +25,7 @@ static int map_one(struct uvn_vu_backend *b, const struct uvn_vu_region *w, int 
 		.uva = w->userspace_addr,
 		.mmap_offset = w->mmap_offset,
 	};
-	int ret = uvn_mem_region_map(&d, fd, r);
+	int ret = uvn_mem_region_map_owned(&d, fd, &b->guard, r);
 
 	if (ret)
 		return vu_conn_error(b, &b->st.err_mem,
