@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared by the net fuzzers: one guest queue, our driver half and a
+ * netdev queue on the device half over the same ring (one exact-size
+ * allocation), buffers addressed by their pointers in this process. The
+ * guest's buffers are exact-size allocations too, so the device reading or
+ * writing past one is caught by ASan.
+ */
+#ifndef UVN_FUZZ_GUEST_H
+#define UVN_FUZZ_GUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uvnet/pkt.h>
+#include <uvnet/virtqueue.h>
+
+#include "net/device/netdev.h"
+
+#define FZ_GUEST_NUM 64u
+
+/* A buffer the guest posted: the token the driver half gives back. */
+struct fz_buf {
+	uint8_t *p[8];   /* the chain's segments */
+	uint32_t len[8];
+	unsigned n;
+	bool out;        /* device-readable (tx) or writable (rx) */
+	bool posted;
+};
+
+struct fz_guest {
+	uint8_t *ring;
+	struct uvn_vq_drv *drv;
+	struct uvn_vq_dev *dev;
+	struct uvn_netdev_q *q; /* large: allocated */
+	uint64_t features;
+	struct fz_buf buf[FZ_GUEST_NUM];
+};
+
+/* @tx: a queue the device reads. @return false when out of memory. */
+bool fz_guest_init(struct fz_guest *g, uint64_t features, bool tx);
+void fz_guest_fini(struct fz_guest *g);
+/* Post a chain of @n segments of @len[i] bytes, copying @data (readable)
+ * or leaving them zero (writable). @return the buffer, or NULL when full. */
+struct fz_buf *fz_guest_post(struct fz_guest *g, const uint8_t *data, const uint32_t *len,
+			     unsigned n, bool out);
+/* Publish what was posted. */
+void fz_guest_kick(struct fz_guest *g);
+/* Release a buffer the device returned. */
+void fz_guest_release(struct fz_buf *b);
+
+/* A receiving guest's features from one input byte (fuzz_guest.c). */
+uint64_t fz_rx_features(uint8_t v);
+/* Reclaim @g's used rx buffers as a driver reads them and check them:
+ * used lengths within the buffers (@buf_size each), num_buffers, and a
+ * header carrying only offloads @g negotiated, with its checksum range
+ * inside the frame. */
+void fz_guest_check_rx(struct fz_guest *g, uint32_t buf_size);
+
+/* Packet pools shared by every input: every packet must be back in them
+ * after each input (fz_pools_check). */
+struct uvn_pkt_pool *fz_pool_small(void);
+struct uvn_pkt_pool *fz_pool_big(void);
+void fz_pools_check(void);
+
+#endif
