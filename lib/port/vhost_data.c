@@ -10,6 +10,7 @@
 
 #include "port/vhost_port.h"
 #include "ring/ring.h"
+#include "util/json.h"
 #include "util/sys.h"
 
 static unsigned vhost_rx(struct uvn_port *port, unsigned q, struct uvn_pkt **pkts, unsigned n)
@@ -143,24 +144,42 @@ static void vhost_stats(struct uvn_port *port, struct uvn_port_stats *st)
 	st->drops += v->discarded + atomic_load_explicit(&v->dropped_down, memory_order_relaxed);
 }
 
+/* Why a queue stopped, for `show queues`; NULL while it runs. */
+static const char *broken_reason(const struct vq_slot *s)
+{
+	if (s->nq.broken)
+		return s->nq.ring_err ? uvn_vq_strerror(s->nq.ring_err)
+				      : "malformed chain (err_format)";
+	if (s->vu->broken)
+		return "vhost-user set-up refused (err_* in show stats)";
+	return NULL;
+}
+
 static void dump_slot(struct vhost_port *v, const struct vq_slot *s, const char *dir, FILE *f,
 		      bool json, bool *first)
 {
 	const struct uvn_vq_stats *r = uvn_vq_dev_stats(s->nq.vq);
+	const char *why = broken_reason(s);
 
 	if (json) {
-		fprintf(f, "%s{\"port\":\"%s\",\"vq\":%u,\"queue\":%u,\"dir\":\"%s\",\"size\":%u,"
-			"\"broken\":%s,\"zerocopy\":%s,\"ring\":{", *first ? "" : ",", v->base.name,
-			s->vu->idx, s->qp, dir, uvn_vq_dev_num(s->nq.vq),
-			s->nq.broken ? "true" : "false", s->nq.zc ? "true" : "false");
+		fprintf(f, "%s{\"port\":", *first ? "" : ",");
+		uvn_json_str(f, v->base.name);
+		fprintf(f, ",\"vq\":%u,\"queue\":%u,\"dir\":\"%s\",\"size\":%u,\"broken\":%s,",
+			s->vu->idx, s->qp, dir, uvn_vq_dev_num(s->nq.vq), why ? "true" : "false");
+		if (why) {
+			fputs("\"reason\":", f);
+			uvn_json_str(f, why);
+			fputc(',', f);
+		}
+		fprintf(f, "\"zerocopy\":%s,\"ring\":{", s->nq.zc ? "true" : "false");
 		uvn_stats_json(f, r, uvn_vq_stats_desc);
 		fputs("},\"dev\":{", f);
 		uvn_stats_json(f, &s->nq.st, uvn_netdev_q_stats_desc);
 		fputs("}}", f);
 	} else {
-		fprintf(f, "%s vq %u (%s %u, size %u%s)%s\n  ring: ", v->base.name, s->vu->idx, dir,
+		fprintf(f, "%s vq %u (%s %u, size %u%s)%s%s\n  ring: ", v->base.name, s->vu->idx, dir,
 			s->qp, uvn_vq_dev_num(s->nq.vq), s->nq.zc ? ", zero-copy" : "",
-			s->nq.broken ? " BROKEN" : "");
+			why ? " BROKEN: " : "", why ? why : "");
 		uvn_stats_print(f, r, uvn_vq_stats_desc, 0);
 		fputs("\n  dev:  ", f);
 		uvn_stats_print(f, &s->nq.st, uvn_netdev_q_stats_desc, 0);
