@@ -8,6 +8,7 @@
  * use. The data path is vhost_data.c.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,7 @@ static void queue_stop(struct vhost_port *v, struct vq_slot *s, bool guest_tx)
 	uvn_netdev_q_fini(&s->nq);
 	if (s->kick_h.fd >= 0) {
 		uvn_loop_del(v->loop, &s->kick_h);
+		close(s->kick_h.fd);
 		s->kick_h.fd = -1;
 	}
 	uvn_vhost_add_q(&v->gone, s, guest_tx);
@@ -170,10 +172,14 @@ static void queue_start(struct vhost_port *v, struct vq_slot *s, struct uvn_vu_q
 		s->nq.log_used = NULL;
 	}
 	if (s == &v->ctrl) {
-		if (q->kick_fd >= 0) {
-			s->kick_h = (struct uvn_handler){ .fd = q->kick_fd, .fn = on_ctrl_kick, .ctx = s };
-			if (uvn_loop_add(v->loop, &s->kick_h, EPOLLIN))
-				s->kick_h.fd = -1;
+		/* Our own copy of the kick fd in the loop: its registration ends
+		 * with the copy (queue_stop), whenever the session closes its fd. */
+		int fd = q->kick_fd >= 0 ? fcntl(q->kick_fd, F_DUPFD_CLOEXEC, 0) : -1;
+
+		s->kick_h = (struct uvn_handler){ .fd = fd, .fn = on_ctrl_kick, .ctx = s };
+		if (fd >= 0 && uvn_loop_add(v->loop, &s->kick_h, EPOLLIN)) {
+			close(fd);
+			s->kick_h.fd = -1;
 		}
 		/* Commands may be waiting from before a reconnect. */
 		ctrl_pass(v, s);
