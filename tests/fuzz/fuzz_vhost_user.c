@@ -12,7 +12,6 @@
  * The backend must never crash; when the session ends every fd it was
  * given is closed (the process's fd count is back where it started).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -23,11 +22,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fuzz_vu.h"
 #include "util/log.h"
 #include "vhost_user/backend.h"
 
 #define MEM_SIZE (1u << 20)
-#define MAX_PAYLOAD 512u
+#define MAX_PAYLOAD FZ_VU_MAX_PAYLOAD
 #define NET_FEATURES                                                                            \
 	((1ull << 32) | (1ull << 15) | (1ull << 28) | (1ull << 29) | (1ull << 35) | (1ull << 34) | \
 	 (1ull << 5) | (1ull << 0) | (1ull << 1) | (1ull << 17) | (1ull << 22))
@@ -59,19 +59,6 @@ static const struct uvn_vu_device_ops ops = {
 	.set_status = dev_set_status,
 };
 
-static unsigned count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	unsigned n = 0;
-
-	if (!d)
-		abort();
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
 /* fd @i of a message: the guest memory first, then eventfds. */
 static int make_fd(unsigned i)
 {
@@ -90,54 +77,17 @@ static int make_fd(unsigned i)
 static void send_msg(int sock, const uint8_t *hdr, const uint8_t *payload, uint32_t len,
 		     unsigned nfds)
 {
-	char cbuf[CMSG_SPACE(3 * sizeof(int))];
-	uint8_t buf[12 + MAX_PAYLOAD];
-	struct iovec iov = { buf, 12 + len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	int fds[3];
 	unsigned got = 0;
 
-	memcpy(buf, hdr, 12);
-	memcpy(buf + 12, payload, len);
 	for (; got < nfds; got++) {
 		fds[got] = make_fd(got);
 		if (fds[got] < 0)
 			break;
 	}
-	if (got) {
-		struct cmsghdr *c;
-
-		mh.msg_control = cbuf;
-		mh.msg_controllen = CMSG_SPACE(got * sizeof(int));
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(got * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, got * sizeof(int));
-	}
-	(void)!sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	fz_vu_send(sock, hdr, payload, len, fds, got);
 	for (unsigned i = 0; i < got; i++)
 		close(fds[i]); /* the backend has its own copies now */
-}
-
-/* Read and drop the backend's replies, closing any fds they carry. */
-static void drain_replies(int sock)
-{
-	char cbuf[CMSG_SPACE(8 * sizeof(int))];
-	uint8_t buf[4096];
-
-	for (;;) {
-		struct iovec iov = { buf, sizeof(buf) };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-				     .msg_controllen = sizeof(cbuf) };
-
-		if (recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0)
-			return;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-				for (size_t k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++)
-					close(((int *)CMSG_DATA(c))[k]);
-	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -146,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.features = NET_FEATURES, .queue_num = 3, .ops = &ops, .name = "fuzz",
 	};
 	struct uvn_vu_backend *b;
-	unsigned fds0 = count_fds();
+	unsigned fds0 = fz_count_fds();
 	int sv[2];
 	bool alive = true;
 
@@ -176,13 +126,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* One message per call; a short one leaves the rest pending. */
 		for (int k = 0; k < 4 && alive; k++)
 			alive = uvn_vu_backend_handle(b) == 0;
-		drain_replies(sv[0]);
+		(void)fz_vu_drain(sv[0], NULL);
 	}
 	close(sv[0]);
 	while (alive)
 		alive = uvn_vu_backend_handle(b) == 0;
 	uvn_vu_backend_destroy(b);
-	if (count_fds() != fds0)
+	if (fz_count_fds() != fds0)
 		abort(); /* an fd the frontend sent, or the session's own, leaked */
 	return 0;
 }
