@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,28 @@ static void unlink_socket(void)
 	unlink(sock_path);
 }
 
+/* libFuzzer ends a run without exit handlers (a crash, a timeout, -runs):
+ * remove the sockets earlier runs left, those whose process is gone. */
+static void unlink_stale_sockets(void)
+{
+	DIR *d = opendir("/tmp");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char p[300];
+		int pid;
+
+		if (sscanf(e->d_name, "uvn-fuzz-device-%d.sock", &pid) != 1 || pid <= 0 ||
+		    !kill(pid, 0) || errno != ESRCH)
+			continue;
+		snprintf(p, sizeof(p), "/tmp/%s", e->d_name);
+		unlink(p);
+	}
+	closedir(d);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	struct uvn_pkt_pool_cfg pc = { .count = 64, .buf_size = 2048, .name = "fz-dev" };
@@ -144,6 +167,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	uvn_log_level = UVN_LOG_ERR - 1; /* quiet: the peer errors are the point */
+	unlink_stale_sockets();
 	snprintf(sock_path, sizeof(sock_path), "/tmp/uvn-fuzz-device-%d.sock", (int)getpid());
 	unlink(sock_path);
 	if (uvn_loop_create(&loop) || uvn_pkt_pool_create(&pc, &pool))
