@@ -335,7 +335,8 @@ bool uvn_drv_has_ctrl(const struct uvn_drv *d);
 /** @return the current mergeable buffer size of queue @p q (0 in other modes). */
 unsigned uvn_drv_mrg_buf_len(const struct uvn_drv *d, unsigned q);
 
-/** Receive queue counters (written by the queue's thread). */
+/** Receive queue counters (written by the queue's thread, plainly: read
+ * them on that thread, as uvn_drv_rxq_stats() and uvn_drv_txq_stats() do). */
 struct uvn_drv_rxq_stats {
 	uint64_t packets;        /**< frames delivered */
 	uint64_t bytes;          /**< frame bytes delivered (no virtio-net header) */

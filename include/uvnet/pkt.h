@@ -90,7 +90,7 @@ unsigned uvn_pkt_pool_avail(const struct uvn_pkt_pool *pool);
 /** @return descriptors in the pool. */
 unsigned uvn_pkt_pool_count(const struct uvn_pkt_pool *pool);
 
-/** @return the pool's counters. */
+/** @return the pool's counters (plain: like the pool, for its one thread). */
 const struct uvn_pkt_pool_stats *uvn_pkt_pool_stats(const struct uvn_pkt_pool *pool);
 
 /** @return the data room size of the pool's descriptors. */
@@ -197,7 +197,7 @@ void uvn_frag_put(struct uvn_frag_pool *fp, const void *frag);
 /** Stop carving the current page, so it is released once its fragments come back (teardown). */
 void uvn_frag_pool_retire(struct uvn_frag_pool *fp);
 
-/** @return the pool's counters. */
+/** @return the pool's counters (plain: like the pool, for its one thread). */
 const struct uvn_frag_pool_stats *uvn_frag_pool_stats(const struct uvn_frag_pool *fp);
 
 /** @return bytes per page. */

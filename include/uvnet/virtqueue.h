@@ -70,8 +70,11 @@ enum uvn_vq_err {
 const char *uvn_vq_strerror(int err);
 
 /**
- * Per-queue counters. Only the thread using the queue writes them; other
- * threads may read them racily for display.
+ * Per-queue counters. Only the thread using the queue writes them. A
+ * device half stores each with a relaxed atomic store, so another thread
+ * may read them while it runs with relaxed atomic loads
+ * (`__atomic_load_n(&st->bufs, __ATOMIC_RELAXED)`), never plain ones. A
+ * driver half's are plain: read them on the thread that uses the queue.
  */
 struct uvn_vq_stats {
 	uint64_t bufs;              /**< chains made available (driver) or popped (device) */

@@ -68,6 +68,9 @@ struct tap_port {
 	size_t small_room, big_room;
 	uint64_t rx_features;             /* offloads we accepted from the kernel (as virtio bits) */
 	bool uso;                         /* the kernel takes GSO_UDP_L4 frames */
+	/* Counters (util/stats.h): rx ones have one writer, the worker
+	 * polling the TAP; every worker sends without a lock, so tx ones and
+	 * drops (both directions) are shared adds. */
 	struct uvn_port_stats st;
 	struct tap_q_stats qs;
 };
@@ -87,7 +90,7 @@ static struct uvn_pkt *settle(struct tap_port *t, struct uvn_pkt *p, uint32_t le
 	b->vnet = p->vnet;
 	uvn_pkt_free(p);
 	uvn_pkt_set_buf(b, len);
-	t->qs.rx_big++;
+	uvn_stat_inc(&t->qs.rx_big);
 	return b;
 }
 
@@ -106,8 +109,8 @@ static bool rx_hdr_ok(struct tap_port *t, struct virtio_net_hdr_v1 *h, uint32_t 
 		UVN_LOG_PEER("%s: frame from the kernel: %s", t->base.name, uvn_hdr_strerror(err));
 		return false;
 	}
-	t->qs.rx_gso += uvn_hdr_is_gso(h);
-	t->qs.rx_csum += uvn_hdr_needs_csum(h) && !uvn_hdr_is_gso(h);
+	uvn_stat_add(&t->qs.rx_gso, uvn_hdr_is_gso(h));
+	uvn_stat_add(&t->qs.rx_csum, uvn_hdr_needs_csum(h) && !uvn_hdr_is_gso(h));
 	return true;
 }
 
@@ -126,7 +129,7 @@ static unsigned tap_rx(struct uvn_port *port, unsigned q, struct uvn_pkt **pkts,
 		ssize_t r;
 
 		if (!p) {
-			t->st.drops++;
+			uvn_stat_add_shared(&t->st.drops, 1);
 			break;
 		}
 		if (t->big && !t->spare)
@@ -145,11 +148,11 @@ static unsigned tap_rx(struct uvn_port *port, unsigned q, struct uvn_pkt **pkts,
 			if (r < 0 && (errno == EAGAIN || errno == EINTR))
 				break;
 			if (r >= 0) {
-				t->st.errors++;
+				uvn_stat_inc(&t->st.errors);
 				continue;
 			}
 			UVN_LOG_PEER("%s: read: %s", port->name, strerror(errno));
-			t->st.errors++;
+			uvn_stat_inc(&t->st.errors);
 			break;
 		}
 		/* tun reports a frame's whole length even when it cut it to our
@@ -157,21 +160,21 @@ static unsigned tap_rx(struct uvn_port *port, unsigned q, struct uvn_pkt **pkts,
 		len = (uint32_t)(r - UVN_NET_HDR_LEN);
 		if (UVN_UNLIKELY(len >= room)) {
 			uvn_pkt_free(p);
-			t->st.drops++;
-			t->qs.rx_toolong++;
+			uvn_stat_add_shared(&t->st.drops, 1);
+			uvn_stat_inc(&t->qs.rx_toolong);
 			continue;
 		}
 		if (UVN_UNLIKELY((p->vnet.flags || p->vnet.gso_type) && !rx_hdr_ok(t, &p->vnet, len))) {
 			uvn_pkt_free(p);
-			t->st.drops++;
-			t->qs.rx_bad_hdr++;
+			uvn_stat_add_shared(&t->st.drops, 1);
+			uvn_stat_inc(&t->qs.rx_bad_hdr);
 			continue;
 		}
 		p->vnet.hdr_len = 0;
 		p = settle(t, p, len);
 		p->port = port->id;
-		t->st.rx_packets++;
-		t->st.rx_bytes += p->len;
+		uvn_stat_inc(&t->st.rx_packets);
+		uvn_stat_add(&t->st.rx_bytes, p->len);
 		pkts[got++] = p;
 	}
 	return got;
@@ -200,12 +203,12 @@ static unsigned slice(const struct uvn_pkt *p, uint32_t off, uint32_t len, struc
 static bool tap_write(struct tap_port *t, const struct iovec *iov, unsigned n, uint32_t frame_len)
 {
 	if (UVN_UNLIKELY(writev(t->fd, iov, (int)n) < 0)) {
-		t->st.drops++;
-		t->qs.tx_err++;
+		uvn_stat_add_shared(&t->st.drops, 1);
+		uvn_stat_add_shared(&t->qs.tx_err, 1);
 		return false;
 	}
-	t->st.tx_packets++;
-	t->st.tx_bytes += frame_len;
+	uvn_stat_add_shared(&t->st.tx_packets, 1);
+	uvn_stat_add_shared(&t->st.tx_bytes, frame_len);
 	return true;
 }
 
@@ -221,13 +224,13 @@ static bool tx_segments(struct tap_port *t, const struct uvn_gso *g, const struc
 	uvn_gso_seg_vnet(g, true, &h);
 	iov[0] = (struct iovec){ &h, UVN_NET_HDR_LEN };
 	iov[1] = (struct iovec){ hdr, g->hdr_len };
-	t->qs.tx_gso_sw++;
+	uvn_stat_add_shared(&t->qs.tx_gso_sw, 1);
 	for (uint32_t i = 0; i < g->nsegs; i++) {
 		uint32_t off, len = uvn_gso_seg(g, p, i, true, hdr, &off);
 		unsigned n = slice(p, off, len, iov + 2);
 
 		if (tap_write(t, iov, 2 + n, g->hdr_len + len))
-			t->qs.tx_gso_segs++;
+			uvn_stat_add_shared(&t->qs.tx_gso_segs, 1);
 		else
 			all = false;
 	}
@@ -246,7 +249,8 @@ static bool tx_one(struct tap_port *t, const struct uvn_pkt *p)
 	if (UVN_LIKELY(!uvn_hdr_is_gso(&p->vnet))) {
 		h.hdr_len = 0;
 		h.num_buffers = 0;
-		t->qs.tx_csum += uvn_hdr_needs_csum(&h);
+		if (uvn_hdr_needs_csum(&h))
+			uvn_stat_add_shared(&t->qs.tx_csum, 1);
 		return tap_write(t, iov, 1 + p->nseg, p->len);
 	}
 	/* The kernel checks GSO frames itself, but we pass on only what we
@@ -254,14 +258,14 @@ static bool tx_one(struct tap_port *t, const struct uvn_pkt *p)
 	err = uvn_gso_parse(p, &g);
 	if (UVN_UNLIKELY(err)) {
 		UVN_LOG_PEER("%s: GSO frame dropped: %s", t->base.name, uvn_gso_strerror(err));
-		t->st.drops++;
-		t->qs.tx_gso_bad++;
+		uvn_stat_add_shared(&t->st.drops, 1);
+		uvn_stat_add_shared(&t->qs.tx_gso_bad, 1);
 		return false;
 	}
 	if (UVN_UNLIKELY(g.type == VIRTIO_NET_HDR_GSO_UDP_L4 && !t->uso))
 		return tx_segments(t, &g, p);
 	uvn_gso_vnet(&g, &h);
-	t->qs.tx_gso++;
+	uvn_stat_add_shared(&t->qs.tx_gso, 1);
 	return tap_write(t, iov, 1 + p->nseg, p->len);
 }
 
@@ -284,7 +288,7 @@ static unsigned tap_nqueues(struct uvn_port *port)
 
 static void tap_stats(struct uvn_port *port, struct uvn_port_stats *st)
 {
-	*st = ((struct tap_port *)port)->st;
+	uvn_stats_snapshot(st, &((struct tap_port *)port)->st, sizeof(*st));
 }
 
 static bool tap_arm(struct uvn_port *port, unsigned q)
@@ -305,7 +309,7 @@ static void tap_dump_queues(struct uvn_port *port, FILE *f, bool json, bool *fir
 		fputs("}}", f);
 	} else {
 		fprintf(f, "%s queue 0 (offloads 0x%llx)\n  dev:  ", port->name,
-			(unsigned long long)t->qs.offload_flags);
+			(unsigned long long)uvn_stat_read(&t->qs.offload_flags));
 		uvn_stats_print(f, &t->qs, tap_q_stats_desc, 0);
 		fputc('\n', f);
 	}

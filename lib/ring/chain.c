@@ -157,7 +157,7 @@ int uvn_chain_indirect(struct uvn_chain_walk *w, const struct uvn_desc *d)
 			return UVN_VQ_E_INDIRECT_MAP;
 		table = NULL;
 	}
-	vq->st.indirect++;
+	uvn_stat_inc(&vq->st.indirect);
 	for (;;) {
 		struct uvn_desc e;
 		int ret;

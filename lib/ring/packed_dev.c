@@ -113,7 +113,7 @@ done:
 	ch->ndesc = (uint16_t)steps;
 	vq->pk.last_avail = pos;
 	vq->pk.avail_wrap = wrap;
-	vq->st.bufs++;
+	uvn_stat_inc(&vq->st.bufs);
 	return 1;
 }
 
@@ -163,7 +163,7 @@ void uvn_packed_dev_end_batch(struct uvn_vq_dev *vq)
 
 void uvn_packed_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len)
 {
-	vq->st.used++;
+	uvn_stat_inc(&vq->st.used);
 	vq->staged++;
 	if (vq->batch_used) {
 		vq->batch_id = ch->id;
@@ -201,9 +201,9 @@ static bool need_notify(struct uvn_vq_dev *vq)
 	else
 		need = flags != VRING_PACKED_EVENT_FLAG_DISABLE;
 	if (need)
-		vq->st.notify++;
+		uvn_stat_inc(&vq->st.notify);
 	else
-		vq->st.notify_suppressed++;
+		uvn_stat_inc(&vq->st.notify_suppressed);
 	return need;
 }
 

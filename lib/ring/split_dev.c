@@ -103,7 +103,7 @@ done:
 	ch->id = head;
 	ch->ndesc = (uint16_t)ndesc;
 	vq->split.last_avail++;
-	vq->st.bufs++;
+	uvn_stat_inc(&vq->st.bufs);
 	return 1;
 }
 
@@ -131,7 +131,7 @@ void uvn_split_dev_end_batch(struct uvn_vq_dev *vq)
 
 void uvn_split_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len)
 {
-	vq->st.used++;
+	uvn_stat_inc(&vq->st.used);
 	vq->staged++;
 	if (vq->batch_used) {
 		vq->batch_id = ch->id;
@@ -158,9 +158,9 @@ static bool need_notify(struct uvn_vq_dev *vq, uint16_t new_idx)
 		need = !(uvn_rd16(&vq->split.avail->flags) & VRING_AVAIL_F_NO_INTERRUPT);
 	}
 	if (need)
-		vq->st.notify++;
+		uvn_stat_inc(&vq->st.notify);
 	else
-		vq->st.notify_suppressed++;
+		uvn_stat_inc(&vq->st.notify_suppressed);
 	return need;
 }
 

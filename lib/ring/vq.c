@@ -106,7 +106,7 @@ int uvn_vq_drv_fail(struct uvn_vq_drv *vq, int code)
 {
 	if (!vq->err) {
 		vq->err = -code;
-		vq->st.err[code]++;
+		uvn_stat_inc(&vq->st.err[code]);
 	}
 	return vq->err;
 }
@@ -115,7 +115,7 @@ int uvn_vq_dev_fail(struct uvn_vq_dev *vq, int code)
 {
 	if (!vq->err) {
 		vq->err = -code;
-		vq->st.err[code]++;
+		uvn_stat_inc(&vq->st.err[code]);
 	}
 	return vq->err;
 }
@@ -445,7 +445,7 @@ void uvn_vq_dev_unpop(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch)
 {
 	if (UVN_UNLIKELY(vq->err))
 		return;
-	vq->st.bufs--;
+	uvn_stat_set(&vq->st.bufs, vq->st.bufs - 1);
 	vq->held = (uint16_t)(vq->held - chain_slots(vq, ch));
 	if (!vq->packed) {
 		vq->split.last_avail--;

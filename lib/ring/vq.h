@@ -9,6 +9,7 @@
 #include <uvnet/virtqueue.h>
 
 #include "ring.h"
+#include "util/stats.h"
 
 /* Driver-private bookkeeping per head (split) or buffer id (packed). */
 struct uvn_drv_state {

@@ -26,6 +26,18 @@ void uvn_fwd_fini(struct uvn_fwd *f)
 	uvn_fdb_fini(&f->fdb);
 }
 
+void uvn_fwd_stats_add(struct uvn_fwd_stats *sum, const struct uvn_fwd_worker *w)
+{
+	struct uvn_fwd_stats s;
+
+	uvn_stats_snapshot(&s, &w->st, sizeof(s));
+	sum->forwarded += s.forwarded;
+	sum->flooded += s.flooded;
+	sum->filtered += s.filtered;
+	sum->sunk += s.sunk;
+	sum->generated += s.generated;
+}
+
 int uvn_fwd_add_port(struct uvn_fwd *f, struct uvn_port *p)
 {
 	if (f->nports == UVN_FWD_MAX_PORTS)
@@ -76,11 +88,11 @@ static void do_switch(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_po
 		if (!uvn_mac_is_multicast(mac))
 			dst = uvn_fdb_lookup(&f->fdb, uvn_mac_key(mac), now);
 		if (dst == in->id) {
-			w->st.filtered++;
+			uvn_stat_inc(&w->st.filtered);
 			uvn_pkt_free(pkts[i]);
 		} else if (dst != UVN_FDB_NO_PORT && dst < f->nports) {
 			out[dst].pkts[out[dst].n++] = pkts[i];
-			w->st.forwarded++;
+			uvn_stat_inc(&w->st.forwarded);
 		} else {
 			/* Flood: one reference per other port; ours goes to the last. */
 			unsigned targets = 0;
@@ -94,7 +106,7 @@ static void do_switch(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_po
 			}
 			if (!targets)
 				uvn_pkt_free(pkts[i]);
-			w->st.flooded++;
+			uvn_stat_inc(&w->st.flooded);
 		}
 	}
 	for (unsigned o = 0; o < f->nports; o++)
@@ -147,7 +159,7 @@ void uvn_fwd_burst(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_port 
 		do_loopback(w, in, pkts, n);
 		break;
 	default:
-		w->st.sunk += n;
+		uvn_stat_add(&w->st.sunk, n);
 		uvn_pkt_free_bulk(pkts, n);
 		break;
 	}
@@ -281,6 +293,6 @@ unsigned uvn_fwd_generate(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uv
 	/* The budget counts frames delivered: what a full ring refused goes back. */
 	if (f->txonly_count && sent < n)
 		atomic_fetch_add_explicit(&f->gen_left, n - sent, memory_order_relaxed);
-	w->st.generated += sent;
+	uvn_stat_add(&w->st.generated, sent);
 	return sent;
 }

@@ -60,8 +60,11 @@ struct uvn_fwd_worker {
 		uint32_t size;
 		uint8_t hdr[42];        /* Ethernet + IPv4 + UDP */
 	} tpl;
-	struct uvn_fwd_stats st;
+	struct uvn_fwd_stats st;    /* written by this worker alone (uvn_stat_add) */
 };
+
+/* Add @w's counters to @sum; from any thread, while @w runs. */
+void uvn_fwd_stats_add(struct uvn_fwd_stats *sum, const struct uvn_fwd_worker *w);
 
 int uvn_fwd_init(struct uvn_fwd *f, enum uvn_fwd_mode mode, uint32_t txonly_size);
 void uvn_fwd_fini(struct uvn_fwd *f);

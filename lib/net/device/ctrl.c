@@ -62,16 +62,15 @@ unsigned uvn_netdev_ctrl(struct uvn_netdev_q *q, int (*set_pairs)(void *ctx, uns
 
 		if (r <= 0) {
 			if (r < 0) {
-				q->broken = true;
-				q->ring_err = r;
-				q->st.err_ring++;
+				uvn_netdev_q_set_broken(q, r);
+				uvn_stat_inc(&q->st.err_ring);
 				UVN_LOG_PEER("control ring broken: %s", uvn_vq_strerror(r));
 			}
 			break;
 		}
 		if (ch.out_len < sizeof(struct virtio_net_ctrl_hdr) || ch.in_len < 1) {
 			/* Nowhere to put an answer, or no command: refuse, count. */
-			q->st.ctrl_err++;
+			uvn_stat_inc(&q->st.ctrl_err);
 			UVN_LOG_PEER("malformed control command (%u readable, %u writable bytes)",
 				     ch.out_len, ch.in_len);
 			if (ch.in_len) {
@@ -81,9 +80,9 @@ unsigned uvn_netdev_ctrl(struct uvn_netdev_q *q, int (*set_pairs)(void *ctx, uns
 			uvn_vq_dev_push(q->vq, &ch, ch.in_len ? 1 : 0);
 		} else {
 			ack = execute(q, &ch, set_pairs, ctx);
-			q->st.ctrl_cmds++;
+			uvn_stat_inc(&q->st.ctrl_cmds);
 			if (ack != VIRTIO_NET_OK)
-				q->st.ctrl_err++;
+				uvn_stat_inc(&q->st.ctrl_err);
 			uvn_buf_to_iov(q->iov + ch.nout, ch.nin, 0, &ack, 1);
 			if (UVN_UNLIKELY(q->log_write))
 				q->log_write(q->log_ctx, q->iov[ch.nout].iov_base, 1);

@@ -40,6 +40,6 @@ void uvn_netdev_q_flush(struct uvn_netdev_q *q)
 		q->log_used(q->log_ctx);
 	if (notify && q->notify) {
 		q->notify(q->notify_ctx);
-		q->st.notify++;
+		uvn_stat_inc(&q->st.notify);
 	}
 }

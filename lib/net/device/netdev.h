@@ -26,6 +26,8 @@
 /* Packets per burst. */
 #define UVN_NETDEV_BURST 32u
 
+/* Written by the queue's thread alone (uvn_stat_add, util/stats.h); other
+ * threads read them with uvn_stats_snapshot() or the printers. */
 struct uvn_netdev_q_stats {
 	uint64_t packets;      /* frames delivered (rx: into the guest; tx: out of the guest) */
 	uint64_t bytes;
@@ -76,8 +78,11 @@ struct uvn_netdev_q {
 	uint64_t features;         /* negotiated virtio features */
 	bool mrg_rxbuf;            /* rx: VIRTIO_NET_F_MRG_RXBUF */
 	bool guest_csum;           /* rx: the guest accepts NEEDS_CSUM frames */
-	bool broken;               /* a driver violation stopped the queue */
-	int ring_err;              /* the ring's error when err_ring was counted */
+	bool broken;               /* a driver violation stopped the queue (set with
+				    * uvn_netdev_q_set_broken; other threads read it
+				    * with uvn_netdev_q_broken) */
+	int ring_err;              /* the ring's error when err_ring was counted (written
+				    * before broken; read after uvn_netdev_q_broken) */
 	void (*notify)(void *ctx); /* interrupt the driver */
 	void *notify_ctx;
 	/* Dirty logging while a migration runs; NULL otherwise. */
@@ -88,6 +93,21 @@ struct uvn_netdev_q {
 	struct iovec iov[UVN_NETDEV_MAX_IOV];
 	struct uvn_netdev_q_stats st;
 };
+
+/* The queue's thread stops it (@ring_err: the ring's error, or 0);
+ * `uvnetd ctl show` reads the flag beside it, then ring_err. */
+static inline void uvn_netdev_q_set_broken(struct uvn_netdev_q *q, int ring_err)
+{
+	if (ring_err)
+		q->ring_err = ring_err;
+	__atomic_store_n(&q->broken, true, __ATOMIC_RELEASE);
+}
+
+/* From any thread: is the queue stopped? If so, ring_err may be read. */
+static inline bool uvn_netdev_q_broken(const struct uvn_netdev_q *q)
+{
+	return __atomic_load_n(&q->broken, __ATOMIC_ACQUIRE);
+}
 
 /*
  * Prepare a queue over @vq with the negotiated @features; @tx for a queue

@@ -90,17 +90,16 @@ static int pop_rx(struct uvn_netdev_q *q, struct uvn_vq_chain *ch)
 	int r = uvn_vq_dev_pop(q->vq, ch, q->iov, UVN_NETDEV_MAX_IOV);
 
 	if (UVN_UNLIKELY(r < 0)) {
-		q->broken = true;
-		q->ring_err = r;
-		q->st.err_ring++;
+		uvn_netdev_q_set_broken(q, r);
+		uvn_stat_inc(&q->st.err_ring);
 		UVN_LOG_PEER("guest rx ring broken: %s", uvn_vq_strerror(r));
 		return RX_BROKEN;
 	}
 	if (r == 0)
 		return RX_NOBUF;
 	if (UVN_UNLIKELY(ch->nout)) {
-		q->broken = true;
-		q->st.err_format++;
+		uvn_netdev_q_set_broken(q, 0);
+		uvn_stat_inc(&q->st.err_format);
 		UVN_LOG_PEER("guest rx chain has device-readable buffers: queue stopped");
 		return RX_BROKEN;
 	}
@@ -183,8 +182,8 @@ static int deliver(struct uvn_netdev_q *q, struct rx_frame *f)
 	int r = q->mrg_rxbuf ? rx_mergeable(q, f) : rx_single(q, f);
 
 	if (UVN_LIKELY(r == RX_OK)) {
-		q->st.packets++;
-		q->st.bytes += f->total - UVN_NET_HDR_LEN;
+		uvn_stat_inc(&q->st.packets);
+		uvn_stat_add(&q->st.bytes, f->total - UVN_NET_HDR_LEN);
 	}
 	return r;
 }
@@ -206,34 +205,34 @@ static int rx_plain(struct uvn_netdev_q *q, const struct uvn_pkt *p)
 	if (!q->guest_csum) {
 		/* Range checked at ingress; never write out of it anyway. */
 		if (UVN_UNLIKELY(uvn_gso_csum(p, &pos, f.csum))) {
-			q->st.drop_csum++;
+			uvn_stat_inc(&q->st.drop_csum);
 			return RX_DROP;
 		}
 		f.csum_pos = UVN_NET_HDR_LEN + pos;
-		q->st.csum_sw++;
+		uvn_stat_inc(&q->st.csum_sw);
 		return deliver(q, &f);
 	}
 	pos = (uint32_t)le16toh(in->csum_start) + le16toh(in->csum_offset);
 	if (UVN_UNLIKELY(pos + 2 > p->len)) {
-		q->st.drop_csum++;
+		uvn_stat_inc(&q->st.drop_csum);
 		return RX_DROP;
 	}
 	f.hdr.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
 	f.hdr.csum_start = in->csum_start;
 	f.hdr.csum_offset = in->csum_offset;
 	r = deliver(q, &f);
-	q->st.csum_pass += r == RX_OK;
+	uvn_stat_add(&q->st.csum_pass, r == RX_OK);
 	return r;
 }
 
 static void count_gso_err(struct uvn_netdev_q *q, int err)
 {
 	switch (err) {
-	case UVN_GSO_E_TYPE: q->st.drop_offload++; break;
-	case UVN_GSO_E_LEN: q->st.drop_gso_len++; break;
-	case UVN_GSO_E_CSUM: q->st.drop_csum++; break;
-	case UVN_GSO_E_SIZE: q->st.drop_gso_size++; break;
-	default: q->st.drop_gso_hdr++; break;
+	case UVN_GSO_E_TYPE: uvn_stat_inc(&q->st.drop_offload); break;
+	case UVN_GSO_E_LEN: uvn_stat_inc(&q->st.drop_gso_len); break;
+	case UVN_GSO_E_CSUM: uvn_stat_inc(&q->st.drop_csum); break;
+	case UVN_GSO_E_SIZE: uvn_stat_inc(&q->st.drop_gso_size); break;
+	default: uvn_stat_inc(&q->st.drop_gso_hdr); break;
 	}
 	UVN_LOG_PEER("GSO frame dropped: %s", uvn_gso_strerror(err));
 }
@@ -263,7 +262,7 @@ static int rx_gso(struct uvn_netdev_q *q, const struct uvn_pkt *p)
 
 		uvn_gso_vnet(&g, &f.hdr);
 		r = deliver(q, &f);
-		q->st.gso_pass += r == RX_OK;
+		uvn_stat_add(&q->st.gso_pass, r == RX_OK);
 		return r;
 	}
 	for (uint32_t i = 0; i < g.nsegs; i++) {
@@ -276,14 +275,14 @@ static int rx_gso(struct uvn_netdev_q *q, const struct uvn_pkt *p)
 		r = deliver(q, &f);
 		if (UVN_UNLIKELY(r != RX_OK)) {
 			if (r == RX_TOOBIG)
-				q->st.drop_toobig += g.nsegs - i - 1;
+				uvn_stat_add(&q->st.drop_toobig, g.nsegs - i - 1);
 			else if (r == RX_NOBUF)
-				q->st.drop_nobuf += g.nsegs - i - 1;
+				uvn_stat_add(&q->st.drop_nobuf, g.nsegs - i - 1);
 			return r;
 		}
-		q->st.gso_sw += i == 0; /* frames of which segments went in */
-		q->st.gso_segs++;
-		q->st.csum_sw += !partial;
+		uvn_stat_add(&q->st.gso_sw, i == 0); /* frames of which segments went in */
+		uvn_stat_inc(&q->st.gso_segs);
+		uvn_stat_add(&q->st.csum_sw, !partial);
 	}
 	return RX_OK;
 }
@@ -341,8 +340,8 @@ static void write_fast(struct uvn_netdev_q *q, struct rx_item *items, unsigned n
 		uvn_hdr_store(items[i].dst, &h, UVN_NET_HDR_LEN);
 		memcpy(items[i].dst + UVN_NET_HDR_LEN, p->seg[0].iov_base, p->len);
 		uvn_vq_dev_push(q->vq, &items[i].ch, total);
-		q->st.packets++;
-		q->st.bytes += p->len;
+		uvn_stat_inc(&q->st.packets);
+		uvn_stat_add(&q->st.bytes, p->len);
 	}
 }
 
@@ -353,7 +352,7 @@ unsigned uvn_netdev_rx(struct uvn_netdev_q *q, struct uvn_pkt *const *pkts, unsi
 	unsigned delivered = 0, ni = 0, i;
 
 	if (UVN_UNLIKELY(q->broken)) {
-		q->st.drop_nobuf += n;
+		uvn_stat_add(&q->st.drop_nobuf, n);
 		return 0;
 	}
 	for (i = 0; i < n; i++) {
@@ -380,10 +379,10 @@ unsigned uvn_netdev_rx(struct uvn_netdev_q *q, struct uvn_pkt *const *pkts, unsi
 		if (UVN_LIKELY(r == RX_OK)) {
 			delivered++;
 		} else if (r == RX_TOOBIG) {
-			q->st.drop_toobig++;
+			uvn_stat_inc(&q->st.drop_toobig);
 		} else if (r != RX_DROP) {
 			/* No buffers (or a broken ring): the rest cannot go either. */
-			q->st.drop_nobuf += n - i;
+			uvn_stat_add(&q->st.drop_nobuf, n - i);
 			break;
 		}
 	}
@@ -392,7 +391,7 @@ unsigned uvn_netdev_rx(struct uvn_netdev_q *q, struct uvn_pkt *const *pkts, unsi
 	/* Segments of a frame that then ran out of buffers went in too. */
 	if (q->st.packets != pushed) {
 		uvn_netdev_q_flush(q);
-		q->st.bursts++;
+		uvn_stat_inc(&q->st.bursts);
 	}
 	return delivered;
 }

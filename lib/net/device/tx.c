@@ -34,13 +34,12 @@ struct tx_pools {
 
 static void broken(struct uvn_netdev_q *q, int ring_err)
 {
-	q->broken = true;
+	uvn_netdev_q_set_broken(q, ring_err);
 	if (ring_err) {
-		q->ring_err = ring_err;
-		q->st.err_ring++;
+		uvn_stat_inc(&q->st.err_ring);
 		UVN_LOG_PEER("guest tx ring broken: %s", uvn_vq_strerror(ring_err));
 	} else {
-		q->st.err_format++;
+		uvn_stat_inc(&q->st.err_format);
 		UVN_LOG_PEER("guest tx chain malformed (writable buffers, or an id still in use): "
 			     "queue stopped");
 	}
@@ -55,11 +54,11 @@ static bool want_borrow(struct uvn_netdev_q *q, uint32_t frame_len, unsigned bor
 	if (!z || z->mode == UVN_ZC_OFF)
 		return false;
 	if (z->mode == UVN_ZC_AUTO && frame_len < z->min_len) {
-		q->st.zc_fb_small++;
+		uvn_stat_inc(&q->st.zc_fb_small);
 		return false;
 	}
 	if (z->held + borrowing >= z->max_held) {
-		q->st.zc_fb_held++;
+		uvn_stat_inc(&q->st.zc_fb_held);
 		return false;
 	}
 	return true;
@@ -108,12 +107,12 @@ static int take(struct uvn_netdev_q *q, struct tx_item *it, struct tx_pools *tp,
 	it->borrow = false;
 	/* A chain no longer than the header carries no frame (CVE-2022-2132). */
 	if (UVN_UNLIKELY(ch->out_len < UVN_NET_HDR_LEN + UVN_ETH_HLEN)) {
-		q->st.err_short++;
+		uvn_stat_inc(&q->st.err_short);
 		return 0;
 	}
 	it->frame_len = ch->out_len - UVN_NET_HDR_LEN;
 	if (UVN_UNLIKELY(it->frame_len > UVN_NETDEV_MAX_FRAME)) {
-		q->st.err_toolong++;
+		uvn_stat_inc(&q->st.err_toolong);
 		return 0;
 	}
 	if (want_borrow(q, it->frame_len, borrowing)) {
@@ -121,9 +120,9 @@ static int take(struct uvn_netdev_q *q, struct tx_item *it, struct tx_pools *tp,
 		if (it->p && (ch->nout == 1 || borrow_segs(q, ch, it->p)))
 			it->borrow = true;
 		else if (it->p)
-			q->st.zc_fb_segs++;
+			uvn_stat_inc(&q->st.zc_fb_segs);
 		else
-			q->st.zc_fb_nopkt++;
+			uvn_stat_inc(&q->st.zc_fb_nopkt);
 		if (!it->borrow && it->p) {
 			uvn_pkt_free(it->p);
 			it->p = NULL;
@@ -131,7 +130,7 @@ static int take(struct uvn_netdev_q *q, struct tx_item *it, struct tx_pools *tp,
 	}
 	if (!it->borrow) {
 		if (UVN_UNLIKELY(it->frame_len > tp->small_room && it->frame_len > tp->big_room)) {
-			q->st.err_toolong++;
+			uvn_stat_inc(&q->st.err_toolong);
 			return 0;
 		}
 		it->p = copy_pkt(tp, it->frame_len);
@@ -163,7 +162,7 @@ static struct uvn_pkt *finish(struct uvn_netdev_q *q, struct tx_item *it)
 	if (p && UVN_UNLIKELY(it->h.flags || it->h.gso_type))
 		err = uvn_hdr_check_tx(&it->h, it->frame_len, q->features);
 	if (UVN_UNLIKELY(err)) {
-		q->st.err_hdr++;
+		uvn_stat_inc(&q->st.err_hdr);
 		UVN_LOG_PEER("guest tx: %s", uvn_hdr_strerror(err));
 		uvn_pkt_free(p);
 		p = NULL;
@@ -181,14 +180,14 @@ static struct uvn_pkt *finish(struct uvn_netdev_q *q, struct tx_item *it)
 			p->nseg = 1;
 		}
 		p->len = it->frame_len;
-		q->st.zc_packets++;
+		uvn_stat_inc(&q->st.zc_packets);
 	} else {
 		if (p && it->src)
 			memcpy(p->buf, it->src + UVN_NET_HDR_LEN, it->frame_len);
 		if (p)
 			uvn_pkt_set_buf(p, it->frame_len);
 		if (p && q->zc && q->zc->mode != UVN_ZC_OFF)
-			q->st.zc_copied++;
+			uvn_stat_inc(&q->st.zc_copied);
 		/* Copied or dropped: the chain goes back now (in ring order). */
 		if (UVN_LIKELY(!q->zc))
 			uvn_vq_dev_push(q->vq, &it->ch, 0);
@@ -204,8 +203,8 @@ static struct uvn_pkt *finish(struct uvn_netdev_q *q, struct tx_item *it)
 	p->vnet = it->h;
 	p->vnet.hdr_len = 0;     /* never trusted */
 	p->vnet.num_buffers = 0; /* the driver's value means nothing on tx */
-	q->st.packets++;
-	q->st.bytes += it->frame_len;
+	uvn_stat_inc(&q->st.packets);
+	uvn_stat_add(&q->st.bytes, it->frame_len);
 	return p;
 }
 
@@ -238,7 +237,7 @@ unsigned uvn_netdev_tx(struct uvn_netdev_q *q, struct uvn_pkt_pool *small,
 		if (UVN_UNLIKELY(take(q, it, &tp, borrowing))) {
 			/* Back-pressure: the chain waits in the ring. */
 			uvn_vq_dev_unpop(q->vq, &it->ch);
-			q->st.drop_nopkt++;
+			uvn_stat_inc(&q->st.drop_nopkt);
 			break;
 		}
 		taken += it->p != NULL;
@@ -262,9 +261,9 @@ unsigned uvn_netdev_tx(struct uvn_netdev_q *q, struct uvn_pkt_pool *small,
 		uvn_netdev_q_flush(q);
 		if (q->zc)
 			q->zc->pushed = 0;
-		q->st.bursts++;
+		uvn_stat_inc(&q->st.bursts);
 	} else if (!q->broken) {
-		q->st.empty++;
+		uvn_stat_inc(&q->st.empty);
 	}
 	return got;
 }

@@ -136,8 +136,8 @@ struct uvn_pkt_ubuf *uvn_zc_hold(struct uvn_netdev_q *q, const struct uvn_vq_cha
 		fifo_put(z, s, ch->id);
 	z->held++;
 	if (z->held > q->st.zc_held_peak)
-		q->st.zc_held_peak = z->held;
-	q->st.zc_held = z->held;
+		uvn_stat_set(&q->st.zc_held_peak, z->held);
+	uvn_stat_set(&q->st.zc_held, z->held);
 	return &s->ubuf;
 }
 
@@ -148,7 +148,7 @@ void uvn_zc_complete(struct uvn_pkt_ubuf *u)
 
 	s->held = false;
 	z->held--;
-	z->q->st.zc_held = z->held;
+	uvn_stat_set(&z->q->st.zc_held, z->held);
 	if (!z->in_order) {
 		uvn_vq_dev_push(z->q->vq, &s->ch, 0);
 		z->pushed++;
