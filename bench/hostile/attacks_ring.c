@@ -179,18 +179,28 @@ int attack_full_tx(struct hfe *h, const struct hfe_opts *o, double end)
 
 /* --------------------------------------------------------------- kick-storm */
 
+/* Every kick fd, the control queue's too where the port has one (its
+ * kicks are handled on uvnetd's control thread, not by a worker). */
 int attack_kick_storm(struct hfe *h, const struct hfe_opts *o, double end)
 {
-	int r = hfe_open(h, o->path, 0, HFE_F(VHOST_USER_PROTOCOL_F_REPLY_ACK), 8u << 20, false);
+	int r = hfe_open(h, o->path, HFE_F(VIRTIO_NET_F_CTRL_VQ),
+			 HFE_F(VHOST_USER_PROTOCOL_F_REPLY_ACK), 8u << 20, false);
 
 	if (!r)
 		r = hfe_pair(h, o->qsize ? o->qsize : 256, 256, true);
+	if (!r && (h->features & HFE_F(VIRTIO_NET_F_CTRL_VQ))) {
+		r = hfe_ring(h, &h->ctrl, 2 * h->pairs, 64, true);
+		if (!r)
+			r = hfe_enable(h, &h->ctrl, true);
+	}
 	if (r)
 		return r;
 	while (hfe_running(end)) {
 		for (unsigned i = 0; i < 256; i++) {
 			hfe_kick(&h->tx);
 			hfe_kick(&h->rx);
+			if (h->ctrl.num)
+				hfe_kick(&h->ctrl);
 		}
 		h->ops += 512;
 	}

@@ -30,8 +30,16 @@ double hfe_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Every attack sets up, then loops while this says so: its first call
+ * tells a test that the attack is under way ("ready" on stdout). */
 bool hfe_running(double end)
 {
+	static atomic_flag said = ATOMIC_FLAG_INIT;
+
+	if (!atomic_flag_test_and_set(&said)) {
+		puts("ready");
+		fflush(stdout);
+	}
 	return !hfe_stop && hfe_now() < end;
 }
 

@@ -17,10 +17,12 @@
 #include "port/vhost_port.h"
 #include "ring/ring.h"
 #include "util/log.h"
+#include "util/sys.h"
 
 #define RECONNECT_NS 1000000000ull
 /* How often started-but-disabled TX rings are emptied. */
 #define DRAIN_NS 100000000ull
+#define PAIRS_GAP_NS 10000000ull
 /* Per guest TX queue: packets its frames become. */
 #define Q_SMALL 2048
 #define Q_BIG 64
@@ -58,31 +60,70 @@ static void log_used(void *ctx)
 	uvn_vu_log_used(s->port->be, s->vu);
 }
 
+/*
+ * The queue pairs in use decide which rings the workers serve, so a change
+ * is applied with them parked: from a one-shot timer (not light), at most
+ * once per PAIRS_GAP_NS whatever a guest asks, taking the latest request.
+ */
+static void on_pairs(struct uvn_handler *h, uint32_t events)
+{
+	struct vhost_port *v = h->ctx;
+
+	(void)events;
+	uvn_timer_stop(v->loop, h);
+	v->pairs_on = v->pairs_req;
+	v->pairs_at = uvn_now_ns();
+}
+
 static int set_pairs(void *ctx, unsigned pairs)
 {
 	struct vhost_port *v = ctx;
+	uint64_t now = uvn_now_ns(), at = v->pairs_at + PAIRS_GAP_NS;
 
 	if (pairs > v->cfg.queues)
 		return -EINVAL;
-	v->pairs_on = pairs;
+	v->pairs_req = pairs;
+	if (v->pairs_h.fd >= 0 || pairs == v->pairs_on)
+		return 0;
+	v->pairs_h = (struct uvn_handler){ .fd = -1, .fn = on_pairs, .ctx = v };
+	if (uvn_timer_start(v->loop, &v->pairs_h, at > now ? at - now : 1, 0)) {
+		UVN_ERR("%s: cannot start the queue-pairs timer", v->base.name);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
+/* Stop listening to a control queue's kicks (stopped, or broken for good). */
+static void ctrl_unwatch(struct vhost_port *v, struct vq_slot *s)
+{
+	if (s->kick_h.fd < 0)
+		return;
+	uvn_loop_del(v->loop, &s->kick_h);
+	close(s->kick_h.fd);
+	s->kick_h.fd = -1;
+}
+
 /*
- * The control queue is control: answered here, on the control thread, with
- * the workers parked. One pass per event (the device bounds a pass): a
- * guest that keeps its control queue full must not keep the control thread
- * here, nor the parked workers and SIGTERM behind it. Commands left over
- * when notifications are back on: the port kicks itself (the kick fd is
- * non-blocking), and the loop returns after whatever else is ready.
+ * The control queue is answered here, on the control thread, beside the
+ * running workers (light): its ring is no worker's, and the one command
+ * that changes what they use, VQ_PAIRS_SET, takes effect through
+ * set_pairs' timer. So a guest kicking it as fast as it can costs the
+ * switch one eventfd read per wake-up, never a park of every worker. One
+ * pass per event (the device bounds a pass to the ring): commands left
+ * over when notifications are back on, the port kicks itself (the kick
+ * fd is non-blocking) and the loop returns after whatever else is ready.
+ * A broken queue is not served again: its kicks are not even read.
  */
 static void ctrl_pass(struct vhost_port *v, struct vq_slot *s)
 {
 	uint64_t one = 1;
 
 	uvn_netdev_ctrl(&s->nq, set_pairs, v);
-	/* A broken queue is not served again: no kick for it either. */
-	if (uvn_vq_dev_enable_notify(s->nq.vq) || s->nq.broken || s->kick_h.fd < 0)
+	if (s->nq.broken) {
+		ctrl_unwatch(v, s);
+		return;
+	}
+	if (uvn_vq_dev_enable_notify(s->nq.vq) || s->kick_h.fd < 0)
 		return;
 	if (write(s->kick_h.fd, &one, sizeof(one)) == sizeof(one))
 		v->ctrl_self_kicks++;
@@ -105,12 +146,15 @@ static void on_ctrl_kick(struct uvn_handler *h, uint32_t events)
 		ctrl_pass(v, s);
 }
 
+/* Ring @idx: the queue pairs' rx and tx, then the control queue, at twice
+ * the pairs offered with MQ and at 2 without it (spec: virtio-net device,
+ * virtqueues). We offer CTRL_VQ only with MQ, so one pair has none. */
 static struct vq_slot *slot_of(struct vhost_port *v, unsigned idx)
 {
-	unsigned pairs = v->cfg.queues;
+	unsigned pairs = uvn_has_feature(v->features, VIRTIO_NET_F_MQ) ? v->cfg.queues : 1;
 
 	if (idx == 2 * pairs)
-		return &v->ctrl;
+		return v->cfg.queues > 1 ? &v->ctrl : NULL;
 	if (idx >= 2 * pairs)
 		return NULL;
 	return idx & 1 ? &v->tx[idx / 2] : &v->rx[idx / 2];
@@ -122,11 +166,7 @@ static void queue_stop(struct vhost_port *v, struct vq_slot *s, bool guest_tx)
 	 * before the control path runs, so nothing is held here. */
 	uvn_netdev_tx_complete(&s->nq);
 	uvn_netdev_q_fini(&s->nq);
-	if (s->kick_h.fd >= 0) {
-		uvn_loop_del(v->loop, &s->kick_h);
-		close(s->kick_h.fd);
-		s->kick_h.fd = -1;
-	}
+	ctrl_unwatch(v, s);
 	uvn_vhost_add_q(&v->gone, s, guest_tx);
 	memset(&s->nq.st, 0, sizeof(s->nq.st));
 	s->vu = NULL;
@@ -176,7 +216,8 @@ static void queue_start(struct vhost_port *v, struct vq_slot *s, struct uvn_vu_q
 		 * with the copy (queue_stop), whenever the session closes its fd. */
 		int fd = q->kick_fd >= 0 ? fcntl(q->kick_fd, F_DUPFD_CLOEXEC, 0) : -1;
 
-		s->kick_h = (struct uvn_handler){ .fd = fd, .fn = on_ctrl_kick, .ctx = s };
+		s->kick_h = (struct uvn_handler){ .fd = fd, .fn = on_ctrl_kick, .ctx = s,
+						  .light = true };
 		if (fd >= 0 && uvn_loop_add(v->loop, &s->kick_h, EPOLLIN)) {
 			close(fd);
 			s->kick_h.fd = -1;
@@ -225,6 +266,8 @@ static int set_features(void *ctx, uint64_t features)
 	v->features = features;
 	/* Without MQ the guest uses one pair; with it, one until it says more. */
 	v->pairs_on = uvn_has_feature(features, VIRTIO_NET_F_MQ) ? v->cfg.queues : 1;
+	v->pairs_req = v->pairs_on;
+	uvn_timer_stop(v->loop, &v->pairs_h);
 	return 0;
 }
 
@@ -314,6 +357,7 @@ static void drop_connection(struct vhost_port *v)
 	uvn_loop_del(v->loop, &v->conn_h);
 	uvn_loop_del(v->loop, &v->fault_h); /* before the session closes its eventfd */
 	v->fault_h.fd = -1;
+	uvn_timer_stop(v->loop, &v->pairs_h); /* a change for a guest that is gone */
 	uvn_vu_backend_destroy(v->be); /* stops every queue through queue_ready() */
 	v->be = NULL;
 	v->conn_h.fd = -1;
@@ -426,6 +470,7 @@ void uvn_vhost_destroy(struct uvn_port *port)
 	}
 	uvn_timer_stop(v->loop, &v->retry_h);
 	uvn_timer_stop(v->loop, &v->drain_h);
+	uvn_timer_stop(v->loop, &v->pairs_h);
 	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++)
 		free_pools(&v->tx[i]);
 	if (v->listen_h.fd >= 0) {
@@ -455,9 +500,10 @@ int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, const struct uvn
 	v->cfg.path = v->path;
 	v->env = *env;
 	v->loop = env->loop;
-	v->pairs_on = 1;
+	v->pairs_on = v->pairs_req = 1;
 	v->senders = 1;
 	v->listen_h.fd = v->conn_h.fd = v->retry_h.fd = v->drain_h.fd = v->fault_h.fd = -1;
+	v->pairs_h.fd = -1;
 	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++) {
 		v->rx[i] = (struct vq_slot){ .kick_h.fd = -1, .port = v, .qp = i };
 		v->tx[i] = (struct vq_slot){ .kick_h.fd = -1, .port = v, .qp = i };

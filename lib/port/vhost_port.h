@@ -40,6 +40,9 @@ struct vhost_port {
 	struct uvn_vu_backend *be;
 	uint64_t features;
 	unsigned pairs_on;          /* queue pairs the guest uses (MQ) */
+	unsigned pairs_req;         /* the guest's latest VQ_PAIRS_SET, applied by pairs_h */
+	struct uvn_handler pairs_h; /* one-shot: pairs_on = pairs_req with the workers parked */
+	uint64_t pairs_at;          /* when pairs_on last changed that way (ns) */
 	unsigned senders;           /* data-path threads that transmit here */
 	struct vq_slot rx[UVN_PORT_MAX_QUEUES]; /* guest RX rings */
 	struct vq_slot tx[UVN_PORT_MAX_QUEUES]; /* guest TX rings */
