@@ -106,10 +106,13 @@ static void vhost_set_senders(struct uvn_port *port, unsigned n)
 	((struct vhost_port *)port)->senders = n;
 }
 
+/* Called beside the queue's worker: its counters are read atomically. */
 void uvn_vhost_add_q(struct uvn_port_stats *st, const struct vq_slot *s, bool guest_tx)
 {
-	const struct uvn_netdev_q_stats *q = &s->nq.st;
+	struct uvn_netdev_q_stats qs, *q = &qs;
 	const struct uvn_vq_stats *r = s->nq.vq ? uvn_vq_dev_stats(s->nq.vq) : NULL;
+
+	uvn_stats_snapshot(&qs, &s->nq.st, sizeof(qs));
 
 	if (guest_tx) {
 		st->rx_packets += q->packets;
@@ -124,7 +127,7 @@ void uvn_vhost_add_q(struct uvn_port_stats *st, const struct vq_slot *s, bool gu
 		      q->ctrl_err;
 	st->calls += q->notify;
 	if (r)
-		st->calls_suppressed += r->notify_suppressed;
+		st->calls_suppressed += uvn_stat_read(&r->notify_suppressed);
 }
 
 static void vhost_stats(struct uvn_port *port, struct uvn_port_stats *st)
@@ -147,7 +150,7 @@ static void vhost_stats(struct uvn_port *port, struct uvn_port_stats *st)
 /* Why a queue stopped, for `show queues`; NULL while it runs. */
 static const char *broken_reason(const struct vq_slot *s)
 {
-	if (s->nq.broken)
+	if (uvn_netdev_q_broken(&s->nq))
 		return s->nq.ring_err ? uvn_vq_strerror(s->nq.ring_err)
 				      : "malformed chain (err_format)";
 	if (s->vu->broken)

@@ -104,13 +104,6 @@ void uvnetd_stats_final(struct uvnetd *d)
 void uvnetd_fwd_stats(struct uvnetd *d, struct uvn_fwd_stats *st)
 {
 	memset(st, 0, sizeof(*st));
-	for (unsigned i = 0; i < d->nworkers; i++) {
-		const struct uvn_fwd_stats *w = &d->workers[i].fw.st;
-
-		st->forwarded += w->forwarded;
-		st->flooded += w->flooded;
-		st->filtered += w->filtered;
-		st->sunk += w->sunk;
-		st->generated += w->generated;
-	}
+	for (unsigned i = 0; i < d->nworkers; i++)
+		uvn_fwd_stats_add(st, &d->workers[i].fw);
 }

@@ -162,6 +162,10 @@ static void *worker_main(void *arg)
 	while (!atomic_load(&d->stop)) {
 		if (atomic_load(&d->pause)) {
 			park(w);
+			/* Stopping: the control thread may still be changing
+			 * the queues (a stop ends its quiesce early). */
+			if (atomic_load(&d->stop))
+				break;
 			/* Queues may be new: look at each before sleeping. */
 			for (unsigned i = 0; !polling && i < w->nsrcs; i++)
 				set_busy(&w->srcs[i], true);
