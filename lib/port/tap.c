@@ -27,6 +27,7 @@
 #include "net/gso.h"
 #include "port/port.h"
 #include "ring/ring.h"
+#include "util/json.h"
 #include "util/log.h"
 
 /* Linux 6.2 UAPI; older headers lack them (and older kernels refuse them). */
@@ -164,13 +165,16 @@ static unsigned tap_rx(struct uvn_port *port, unsigned q, struct uvn_pkt **pkts,
 			uvn_stat_inc(&t->qs.rx_toolong);
 			continue;
 		}
-		if (UVN_UNLIKELY((p->vnet.flags || p->vnet.gso_type) && !rx_hdr_ok(t, &p->vnet, len))) {
+		if (UVN_LIKELY(!p->vnet.flags && !p->vnet.gso_type)) {
+			/* Nothing else in such a header means anything: no stale
+			 * field goes on with the frame. */
+			p->vnet = (struct virtio_net_hdr_v1){ 0 };
+		} else if (UVN_UNLIKELY(!rx_hdr_ok(t, &p->vnet, len))) {
 			uvn_pkt_free(p);
 			uvn_stat_add_shared(&t->st.drops, 1);
 			uvn_stat_inc(&t->qs.rx_bad_hdr);
 			continue;
 		}
-		p->vnet.hdr_len = 0;
 		p = settle(t, p, len);
 		p->port = port->id;
 		uvn_stat_inc(&t->st.rx_packets);
@@ -303,8 +307,9 @@ static void tap_dump_queues(struct uvn_port *port, FILE *f, bool json, bool *fir
 	struct tap_port *t = (struct tap_port *)port;
 
 	if (json) {
-		fprintf(f, "%s{\"port\":\"%s\",\"queue\":0,\"dir\":\"tap\",\"dev\":{", *first ? "" : ",",
-			port->name);
+		fprintf(f, "%s{\"port\":", *first ? "" : ",");
+		uvn_json_str(f, port->name);
+		fputs(",\"queue\":0,\"dir\":\"tap\",\"dev\":{", f);
 		uvn_stats_json(f, &t->qs, tap_q_stats_desc);
 		fputs("}}", f);
 	} else {
