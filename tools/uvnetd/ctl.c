@@ -7,7 +7,8 @@
  *   show ports|queues|fdb|stats [--json]
  *   set zerocopy on|off|auto
  *
- * An answer that starts with "error:" makes the client exit 1.
+ * An answer that starts with "error:" makes the client exit 1. The line
+ * is gathered and parsed by ctl_parse.c, which needs no daemon (fuzzed).
  *
  * The handlers are light (main.c): a client's line is gathered and `show`
  * answered beside the running workers, reading their counters as the
@@ -27,15 +28,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "ctl_parse.h"
 #include "net/device/netdev.h"
 #include "util/json.h"
 #include "util/log.h"
 #include "util/sys.h"
 #include "uvnetd.h"
 #include "vhost_user/backend.h"
-
-static const char *const zc_names[] = { [UVN_ZC_OFF] = "off", [UVN_ZC_ON] = "on",
-					[UVN_ZC_AUTO] = "auto" };
 
 static void show_ports(struct uvnetd *d, FILE *f, bool json)
 {
@@ -123,17 +122,11 @@ static void show_stats(struct uvnetd *d, FILE *f, bool json)
 		       " full %" PRIu64 "\nzerocopy %s\nworkers %u (parked %" PRIu64 " times)\n",
 		s->forwarded, s->flooded, s->filtered, s->sunk, s->generated,
 		(uint64_t)fdb->learned, (uint64_t)fdb->moved, (uint64_t)fdb->full,
-		zc_names[d->o.zerocopy], d->nworkers, d->pauses);
+		uvnetd_ctl_zc_names[d->o.zerocopy], d->nworkers, d->pauses);
 }
 
-static void set_zerocopy(struct uvnetd *d, const char *mode, FILE *f)
+static void set_zerocopy(struct uvnetd *d, int m, FILE *f)
 {
-	int m;
-
-	if (!mode || uvnetd_parse_zc(mode, &m)) {
-		fputs("error: set zerocopy on|off|auto\n", f);
-		return;
-	}
 	if (!uvnetd_quiesce(d)) {
 		uvnetd_resume(d);
 		fputs("error: uvnetd is stopping\n", f);
@@ -144,28 +137,31 @@ static void set_zerocopy(struct uvnetd *d, const char *mode, FILE *f)
 		if (!strcmp(d->ports[i]->ops->kind, "vhost-user"))
 			uvn_port_vhost_set_zerocopy(d->ports[i], m);
 	uvnetd_resume(d);
-	fprintf(f, "zerocopy %s\n", zc_names[m]);
+	fprintf(f, "zerocopy %s\n", uvnetd_ctl_zc_names[m]);
 }
 
 static void execute(struct uvnetd *d, char *line, FILE *f)
 {
-	char *save = NULL, *verb = strtok_r(line, " \t\r\n", &save);
-	char *what = strtok_r(NULL, " \t\r\n", &save), *arg = strtok_r(NULL, " \t\r\n", &save);
-	bool json = arg && !strcmp(arg, "--json");
+	struct uvnetd_ctl_cmd cmd;
 
-	if (verb && !strcmp(verb, "show") && what && (!arg || json)) {
-		if (!strcmp(what, "ports"))
-			return show_ports(d, f, json);
-		if (!strcmp(what, "queues"))
-			return show_queues(d, f, json);
-		if (!strcmp(what, "fdb"))
-			return show_fdb(d, f, json);
-		if (!strcmp(what, "stats"))
-			return show_stats(d, f, json);
+	if (uvnetd_ctl_parse(line, &cmd)) {
+		fprintf(f, "error: %s\n", cmd.error);
+		return;
 	}
-	if (verb && !strcmp(verb, "set") && what && !strcmp(what, "zerocopy"))
-		return set_zerocopy(d, arg, f);
-	fputs("error: commands: show ports|queues|fdb|stats [--json], set zerocopy on|off|auto\n", f);
+	switch (cmd.op) {
+	case UVNETD_CTL_SHOW_PORTS:
+		return show_ports(d, f, cmd.json);
+	case UVNETD_CTL_SHOW_QUEUES:
+		return show_queues(d, f, cmd.json);
+	case UVNETD_CTL_SHOW_FDB:
+		return show_fdb(d, f, cmd.json);
+	case UVNETD_CTL_SHOW_STATS:
+		return show_stats(d, f, cmd.json);
+	case UVNETD_CTL_SET_ZEROCOPY:
+		return set_zerocopy(d, cmd.zerocopy, f);
+	case UVNETD_CTL_NOPS:
+		break;
+	}
 }
 
 /* Send the whole answer; a client that does not read it gets 200 ms. */
@@ -192,30 +188,42 @@ static void conn_close(struct uvnetd_ctl_conn *c)
 	c->h.fd = -1;
 }
 
+/* Run the client's line (NULL: refused before parsing), answer. */
+static void reply(struct uvnetd_ctl_conn *c, char *line)
+{
+	char *out = NULL;
+	size_t outlen = 0;
+	FILE *f = open_memstream(&out, &outlen);
+
+	if (!f)
+		return;
+	if (line)
+		execute(c->d, line, f);
+	else
+		fprintf(f, "error: command line longer than %zu bytes\n", sizeof(c->line) - 1);
+	fclose(f);
+	answer(c->h.fd, out, outlen);
+	free(out);
+}
+
 /* The client's bytes so far; once the line is whole, answer and hang up. */
 static void on_conn(struct uvn_handler *h, uint32_t events)
 {
 	struct uvnetd_ctl_conn *c = h->ctx;
-	ssize_t n = read(h->fd, c->line + c->len, sizeof(c->line) - 1 - c->len);
-	char *out = NULL;
-	size_t outlen = 0;
-	FILE *f;
+	char in[UVNETD_CTL_LINE];
+	ssize_t n = read(h->fd, in, sizeof(in));
+	int r;
 
 	(void)events;
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n > 0)
-		c->len += (unsigned)n;
-	c->line[c->len] = 0;
-	/* Wait for the newline, unless the client is done or the line full. */
-	if (n > 0 && !strchr(c->line, '\n') && c->len < sizeof(c->line) - 1)
+	/* A read error ends the line as the end of the stream does. */
+	r = n > 0 ? uvnetd_ctl_gather(c->line, sizeof(c->line), &c->len, in, (size_t)n)
+		  : uvnetd_ctl_gather_end(sizeof(c->line), &c->len);
+	if (r == UVNETD_CTL_MORE)
 		return;
-	if (c->len && (f = open_memstream(&out, &outlen))) {
-		execute(c->d, c->line, f);
-		fclose(f);
-		answer(h->fd, out, outlen);
-		free(out);
-	}
+	if (r == UVNETD_CTL_READY || r == -E2BIG)
+		reply(c, r == UVNETD_CTL_READY ? c->line : NULL);
 	conn_close(c);
 }
 

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <string.h>
+
+#include "ctl_parse.h"
+#include "net/device/netdev.h"
+
+#define SEP " \t\r\n"
+#define MAX_WORDS 3
+
+const char *const uvnetd_ctl_zc_names[3] = { [UVN_ZC_OFF] = "off", [UVN_ZC_ON] = "on",
+					     [UVN_ZC_AUTO] = "auto" };
+
+static const char *const show_names[] = {
+	[UVNETD_CTL_SHOW_PORTS] = "ports",
+	[UVNETD_CTL_SHOW_QUEUES] = "queues",
+	[UVNETD_CTL_SHOW_FDB] = "fdb",
+	[UVNETD_CTL_SHOW_STATS] = "stats",
+};
+
+static int parse_show(char **w, unsigned n, struct uvnetd_ctl_cmd *cmd)
+{
+	if (n > 3 || (n == 3 && strcmp(w[2], "--json")))
+		return -EINVAL;
+	for (unsigned i = 0; i < sizeof(show_names) / sizeof(show_names[0]); i++) {
+		if (!strcmp(w[1], show_names[i])) {
+			*cmd = (struct uvnetd_ctl_cmd){ .op = (enum uvnetd_ctl_op)i, .json = n == 3 };
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static int parse_set_zerocopy(char **w, unsigned n, struct uvnetd_ctl_cmd *cmd)
+{
+	cmd->error = "set zerocopy on|off|auto";
+	if (n != 3)
+		return -EINVAL;
+	for (int m = 0; m < 3; m++) {
+		if (!strcmp(w[2], uvnetd_ctl_zc_names[m])) {
+			*cmd = (struct uvnetd_ctl_cmd){ .op = UVNETD_CTL_SET_ZEROCOPY, .zerocopy = m };
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int uvnetd_ctl_parse(char *line, struct uvnetd_ctl_cmd *cmd)
+{
+	char *save = NULL, *w[MAX_WORDS + 1];
+	unsigned n = 0;
+
+	*cmd = (struct uvnetd_ctl_cmd){
+		.error = "commands: show ports|queues|fdb|stats [--json], set zerocopy on|off|auto"
+	};
+	/* One word more than any command has is enough to refuse the line. */
+	for (char *t = strtok_r(line, SEP, &save); t && n <= MAX_WORDS; t = strtok_r(NULL, SEP, &save))
+		w[n++] = t;
+	if (n < 2)
+		return -EINVAL;
+	if (!strcmp(w[0], "show"))
+		return parse_show(w, n, cmd);
+	if (!strcmp(w[0], "set") && !strcmp(w[1], "zerocopy"))
+		return parse_set_zerocopy(w, n, cmd);
+	return -EINVAL;
+}
+
+int uvnetd_ctl_gather(char *buf, size_t size, unsigned *len, const char *data, size_t n)
+{
+	const char *nl;
+	size_t take;
+
+	if (*len >= size)
+		return -EALREADY;
+	nl = memchr(data, '\n', n);
+	take = nl ? (size_t)(nl - data) : n;
+	if (take > size - 1 - *len) {
+		*len = (unsigned)size;
+		return -E2BIG;
+	}
+	memcpy(buf + *len, data, take);
+	*len += (unsigned)take;
+	buf[*len] = 0;
+	if (!nl)
+		return UVNETD_CTL_MORE;
+	*len = (unsigned)size;
+	return UVNETD_CTL_READY;
+}
+
+int uvnetd_ctl_gather_end(size_t size, unsigned *len)
+{
+	unsigned had = *len;
+
+	/* The bytes gathered are NUL-terminated already, after each piece. */
+	if (had >= size)
+		return -EALREADY;
+	*len = (unsigned)size;
+	return had ? UVNETD_CTL_READY : -ENODATA;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uvnetd's control protocol without the daemon: a client's command line
+ * gathered from the pieces it arrives in, then parsed. Nothing here
+ * touches a socket or uvnetd's state (ctl.c does), so it is fuzzed alone
+ * (tests/fuzz/fuzz_ctl.c).
+ *
+ *   show ports|queues|fdb|stats [--json]
+ *   set zerocopy on|off|auto
+ *
+ * Words are separated by spaces, tabs and carriage returns.
+ */
+#ifndef UVNETD_CTL_PARSE_H
+#define UVNETD_CTL_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum uvnetd_ctl_op {
+	UVNETD_CTL_SHOW_PORTS,
+	UVNETD_CTL_SHOW_QUEUES,
+	UVNETD_CTL_SHOW_FDB,
+	UVNETD_CTL_SHOW_STATS,
+	UVNETD_CTL_SET_ZEROCOPY,
+	UVNETD_CTL_NOPS
+};
+
+struct uvnetd_ctl_cmd {
+	enum uvnetd_ctl_op op;
+	bool json;                    /* show: --json */
+	int zerocopy;                 /* set zerocopy: enum uvn_zc_mode */
+	const char *error;            /* refused: the reason for the client (static) */
+};
+
+/* enum uvn_zc_mode -> "off", "on", "auto" */
+extern const char *const uvnetd_ctl_zc_names[3];
+
+/*
+ * Parse one command line (NUL-terminated, its '\n' already removed or
+ * not). @line is cut into words in place.
+ * @return 0 and @cmd filled in; -EINVAL for anything else, with
+ *         @cmd->error saying why (the rest of @cmd means nothing)
+ */
+int uvnetd_ctl_parse(char *line, struct uvnetd_ctl_cmd *cmd);
+
+/* A connection carries one line; what follows its '\n' is ignored. */
+enum {
+	UVNETD_CTL_MORE = 0,          /* no '\n' yet: wait for more bytes */
+	UVNETD_CTL_READY = 1,         /* @buf holds the line, NUL-terminated */
+};
+
+/*
+ * Append the @n bytes a client sent (@n > 0) to the line gathered in @buf
+ * (@size bytes, 1 <= @size <= UINT_MAX; *@len of them so far, 0 at first).
+ * Nothing is ever written past @buf + @size - 1: a line has room for
+ * @size - 1 bytes before its '\n' and is refused as soon as it cannot fit.
+ * Once a line or -E2BIG came out the gatherer is done: *@len is then
+ * @size, and later calls change nothing and return -EALREADY.
+ * @return UVNETD_CTL_MORE, UVNETD_CTL_READY, -E2BIG (line too long)
+ */
+int uvnetd_ctl_gather(char *buf, size_t size, unsigned *len, const char *data, size_t n);
+
+/*
+ * The client sent all it will (end of stream, or a read error): the bytes
+ * gathered in the buffer of @size bytes without a '\n' are the line, if
+ * there are any.
+ * @return UVNETD_CTL_READY, -ENODATA (nothing was sent), -EALREADY
+ */
+int uvnetd_ctl_gather_end(size_t size, unsigned *len);
+
+#endif
