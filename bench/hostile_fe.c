@@ -39,6 +39,7 @@ static const struct {
 	{ "kick-storm", attack_kick_storm, "write the kick eventfds as fast as possible" },
 	{ "rx-hoard", attack_rx_hoard, "RX buffers posted once, never taken back" },
 	{ "sparse-mem", attack_sparse_mem, "a memory table of 32 sparse 1 TB regions" },
+	{ "msg-flood", attack_msg_flood, "vhost-user messages (GET_FEATURES) without pause" },
 };
 
 static void usage(FILE *f)

@@ -281,3 +281,26 @@ int attack_sparse_mem(struct hfe *h, const struct hfe_opts *o, double end)
 	}
 	return 0;
 }
+
+/* ---------------------------------------------------------------- msg-flood */
+
+/*
+ * vhost-user messages as fast as uvnetd answers them: GET_FEATURES, which
+ * changes nothing, over and over. uvnetd handles every message with its
+ * workers parked, so the rate it reads them at is what it costs the others.
+ */
+int attack_msg_flood(struct hfe *h, const struct hfe_opts *o, double end)
+{
+	int r = hfe_open(h, o->path, 0, HFE_F(VHOST_USER_PROTOCOL_F_REPLY_ACK), 8u << 20, false);
+	uint64_t f;
+
+	if (!r)
+		r = hfe_pair(h, o->qsize ? o->qsize : 256, 256, true);
+	if (r)
+		return r;
+	while (hfe_running(end) && hfe_alive(h)) {
+		hfe_count(h, uvn_vu_fe_get_u64(h->fe, VHOST_USER_GET_FEATURES, &f));
+		h->ops++;
+	}
+	return 0;
+}

@@ -23,6 +23,8 @@
 /* How often started-but-disabled TX rings are emptied. */
 #define DRAIN_NS 100000000ull
 #define PAIRS_GAP_NS 10000000ull
+#define MSG_BUDGET 64u
+#define MSG_WINDOW_NS 100000000ull
 /* Per guest TX queue: packets its frames become. */
 #define Q_SMALL 2048
 #define Q_BIG 64
@@ -354,7 +356,11 @@ static void start_reconnect(struct vhost_port *v);
 
 static void drop_connection(struct vhost_port *v)
 {
-	uvn_loop_del(v->loop, &v->conn_h);
+	uvn_timer_stop(v->loop, &v->msg_h);
+	if (!v->conn_paused)
+		uvn_loop_del(v->loop, &v->conn_h);
+	v->conn_paused = false;
+	v->throttled = 0;
 	uvn_loop_del(v->loop, &v->fault_h); /* before the session closes its eventfd */
 	v->fault_h.fd = -1;
 	uvn_timer_stop(v->loop, &v->pairs_h); /* a change for a guest that is gone */
@@ -366,6 +372,46 @@ static void drop_connection(struct vhost_port *v)
 		start_reconnect(v);
 }
 
+/* The budget's window is over: listen to the frontend again. Light: it
+ * only puts the connection back in the control thread's own loop. */
+static void on_msg_window(struct uvn_handler *h, uint32_t events)
+{
+	struct vhost_port *v = h->ctx;
+
+	(void)events;
+	uvn_timer_stop(v->loop, h);
+	v->msg_count = 0;
+	if (v->be && uvn_loop_add(v->loop, &v->conn_h, EPOLLIN) == 0)
+		v->conn_paused = false;
+}
+
+/*
+ * Every vhost-user message is handled with the workers parked, so a
+ * frontend that sends them without pause would stall every other port's
+ * traffic. Each connection gets MSG_BUDGET messages per MSG_WINDOW_NS
+ * (far more than a QEMU or DPDK set-up or migration sends); past that its
+ * socket is not read until the window ends.
+ */
+static void msg_budget(struct vhost_port *v)
+{
+	uint64_t now = uvn_now_ns();
+
+	if (now - v->msg_window >= MSG_WINDOW_NS) {
+		v->msg_window = now;
+		v->msg_count = 0;
+	}
+	if (++v->msg_count < MSG_BUDGET)
+		return;
+	v->msg_h = (struct uvn_handler){ .fd = -1, .fn = on_msg_window, .ctx = v, .light = true };
+	if (uvn_timer_start(v->loop, &v->msg_h, v->msg_window + MSG_WINDOW_NS - now, 0))
+		return; /* no timer: keep reading rather than never again */
+	uvn_loop_del(v->loop, &v->conn_h);
+	v->conn_paused = true;
+	if (!v->throttled++)
+		UVN_WARN("%s: frontend sends more than %u messages in %llu ms: read in step",
+			 v->base.name, MSG_BUDGET, (unsigned long long)(MSG_WINDOW_NS / 1000000));
+}
+
 static void on_message(struct uvn_handler *h, uint32_t events)
 {
 	struct vhost_port *v = h->ctx;
@@ -373,6 +419,8 @@ static void on_message(struct uvn_handler *h, uint32_t events)
 	(void)events;
 	if (uvn_vu_backend_handle(v->be) < 0)
 		drop_connection(v);
+	else
+		msg_budget(v);
 }
 
 /* A mapping of this frontend's memory faulted: it shrank the file. Runs
@@ -464,10 +512,12 @@ void uvn_vhost_destroy(struct uvn_port *port)
 	struct vhost_port *v = (struct vhost_port *)port;
 
 	if (v->be) {
-		uvn_loop_del(v->loop, &v->conn_h);
+		if (!v->conn_paused)
+			uvn_loop_del(v->loop, &v->conn_h);
 		uvn_loop_del(v->loop, &v->fault_h);
 		uvn_vu_backend_destroy(v->be);
 	}
+	uvn_timer_stop(v->loop, &v->msg_h);
 	uvn_timer_stop(v->loop, &v->retry_h);
 	uvn_timer_stop(v->loop, &v->drain_h);
 	uvn_timer_stop(v->loop, &v->pairs_h);
@@ -503,7 +553,7 @@ int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, const struct uvn
 	v->pairs_on = v->pairs_req = 1;
 	v->senders = 1;
 	v->listen_h.fd = v->conn_h.fd = v->retry_h.fd = v->drain_h.fd = v->fault_h.fd = -1;
-	v->pairs_h.fd = -1;
+	v->pairs_h.fd = v->msg_h.fd = -1;
 	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++) {
 		v->rx[i] = (struct vq_slot){ .kick_h.fd = -1, .port = v, .qp = i };
 		v->tx[i] = (struct vq_slot){ .kick_h.fd = -1, .port = v, .qp = i };

@@ -43,6 +43,12 @@ struct vhost_port {
 	unsigned pairs_req;         /* the guest's latest VQ_PAIRS_SET, applied by pairs_h */
 	struct uvn_handler pairs_h; /* one-shot: pairs_on = pairs_req with the workers parked */
 	uint64_t pairs_at;          /* when pairs_on last changed that way (ns) */
+	/* vhost-user messages: a budget per window, then conn_h waits for msg_h */
+	struct uvn_handler msg_h;
+	uint64_t msg_window;        /* start of the current window (ns) */
+	unsigned msg_count;         /* messages in it */
+	bool conn_paused;           /* conn_h out of the loop until msg_h fires */
+	uint64_t throttled;         /* windows that ran out of budget (this connection) */
 	unsigned senders;           /* data-path threads that transmit here */
 	struct vq_slot rx[UVN_PORT_MAX_QUEUES]; /* guest RX rings */
 	struct vq_slot tx[UVN_PORT_MAX_QUEUES]; /* guest TX rings */
