@@ -31,7 +31,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 RUNS=5 SECS=5 WARM=1 SIZE=1518 MODE=event ACPU=1 ASCHED=idle KEEP=0
-ATTACKS="packed-batch stale-ring blocking-fd kick-fd-swap full-tx memfd-shrink kick-storm rx-hoard sparse-mem"
+ATTACKS="packed-batch stale-ring blocking-fd kick-fd-swap full-tx memfd-shrink kick-storm msg-flood rx-hoard sparse-mem"
 UVNETD= PERF= HOSTILE=
 while (($#)); do
 	case $1 in
