@@ -3,7 +3,9 @@
  * Packed ring, driver half. Descriptors are written in ring order; a chain's
  * head flags are stored last (at kick_prepare, after one release fence for
  * the whole batch), which is what makes the chain available. Buffer ids come
- * from a private free list; used descriptors are matched back through them.
+ * from a private free list; used descriptors are matched back through them,
+ * and only for chains already published: an id whose chain is still pending
+ * is not the device's to return (its head is in pend_pos, npend counts it).
  */
 #include <stdlib.h>
 
@@ -31,6 +33,7 @@ int uvn_packed_drv_init(struct uvn_vq_drv *vq, void *ring)
 		vq->next[i] = (uint16_t)(i + 1);
 	vq->free_head = 0;
 	vq->num_free = vq->num;
+	vq->epoch = 1;
 	return 0;
 }
 
@@ -101,6 +104,8 @@ int uvn_packed_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned 
 	} else {
 		write_chain(vq, sg, nout, total, id, &head_flags);
 	}
+	/* npend <= ids in flight and not published <= num: get_used takes
+	 * back published ids only, detach_unused drops what is pending. */
 	vq->pk.pend_pos[vq->pk.npend] = head_pos;
 	vq->pk.pend_flags[vq->pk.npend] = head_flags;
 	vq->pk.npend++;
@@ -108,6 +113,7 @@ int uvn_packed_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned 
 	vq->state[id] = (struct uvn_drv_state){
 		.token = token, .indirect = table, .in_len = (uint32_t)in_len,
 		.ndesc = (uint16_t)ndesc, .nindir = table ? (uint16_t)total : 0,
+		.epoch = vq->epoch,
 	};
 	vq->added = (uint16_t)(vq->added + ndesc);
 	vq->in_flight++;
@@ -142,6 +148,7 @@ void uvn_packed_drv_publish(struct uvn_vq_drv *vq)
 		uvn_store_release16(&vq->pk.desc[vq->pk.pend_pos[i]].flags, vq->pk.pend_flags[i]);
 	vq->pk.npend = 0;
 	vq->added = 0;
+	uvn_drv_next_epoch(vq);
 }
 
 bool uvn_packed_drv_kick_prepare(struct uvn_vq_drv *vq)
@@ -209,7 +216,8 @@ static int read_used(struct uvn_vq_drv *vq, uint16_t *id, uint32_t *len)
 	*id = uvn_rd16(&d->id);
 	/* Without WRITE the length is reserved and ignored: nothing written. */
 	*len = flags & VRING_DESC_F_WRITE ? le32toh(*(volatile uint32_t *)&d->len) : 0;
-	if (UVN_UNLIKELY(*id >= vq->num || !vq->state[*id].token))
+	/* IN_ORDER: a published id means every chain before it is too. */
+	if (UVN_UNLIKELY(*id >= vq->num || !uvn_drv_returnable(vq, &vq->state[*id])))
 		return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_ID);
 	if (UVN_UNLIKELY(*len > vq->state[*id].in_len))
 		return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_LEN);
@@ -301,7 +309,7 @@ static unsigned element_span(const struct uvn_vq_drv *vq, uint16_t id, uint16_t 
 {
 	unsigned span = 0;
 
-	if (id >= vq->num || !vq->state[id].token || !*left)
+	if (id >= vq->num || !uvn_drv_returnable(vq, &vq->state[id]) || !*left)
 		return 0;
 	if (!vq->in_order) {
 		--*left;
@@ -391,6 +399,10 @@ void *uvn_packed_drv_detach_unused(struct uvn_vq_drv *vq)
 
 	if (!vq->in_flight)
 		return NULL;
+	/* Chains not yet published never will be: their ids may be given
+	 * back now, and pend_pos must not outgrow the ids in flight. */
+	vq->pk.npend = 0;
+	vq->added = 0;
 	if (vq->in_order) {
 		/* Oldest first, keeping the order of the rest. */
 		token = forget(vq, uvn_drv_order_peek(vq));

@@ -5,6 +5,9 @@
  *
  * The free list and chain links live in a private array (vq->next), never
  * read back from the descriptor table: the device can write shared memory.
+ * The device may return only published chains: the used index may not move
+ * past them (in_flight - added) and no used entry may name a head added
+ * since the last publish (its epoch).
  */
 #include "vq.h"
 
@@ -30,6 +33,7 @@ int uvn_split_drv_init(struct uvn_vq_drv *vq, void *ring)
 		vq->next[i] = (uint16_t)(i + 1);
 	vq->free_head = 0;
 	vq->num_free = vq->num;
+	vq->epoch = 1;
 	return 0;
 }
 
@@ -126,6 +130,7 @@ int uvn_split_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned n
 	vq->state[head] = (struct uvn_drv_state){
 		.token = token, .indirect = table, .in_len = (uint32_t)in_len,
 		.ndesc = (uint16_t)ndesc, .nindir = table ? (uint16_t)total : 0, .last = last,
+		.epoch = vq->epoch,
 	};
 	make_avail(vq, head);
 	return 0;
@@ -136,6 +141,7 @@ void uvn_split_drv_publish(struct uvn_vq_drv *vq)
 	if (!vq->added)
 		return;
 	vq->added = 0;
+	uvn_drv_next_epoch(vq);
 	/* Descriptors and avail entries must be visible before the index. */
 	uvn_store_release16(&vq->split.avail->idx, vq->split.avail_idx);
 }
@@ -153,6 +159,7 @@ int uvn_split_drv_add_one(struct uvn_vq_drv *vq, uint64_t addr, uint32_t len, bo
 	vq->num_free--;
 	vq->state[head] = (struct uvn_drv_state){
 		.token = token, .in_len = writable ? len : 0, .ndesc = 1, .last = head,
+		.epoch = vq->epoch,
 	};
 	make_avail(vq, head);
 	return 0;
@@ -205,7 +212,10 @@ static int used_pending(struct uvn_vq_drv *vq)
 		return 1;
 	/* Acquire: the used entries and buffer contents behind the index. */
 	idx = uvn_load_acquire16(&vq->split.used->idx);
-	if (UVN_UNLIKELY((uint16_t)(idx - vq->split.last_used) > vq->in_flight))
+	/* Published and not returned: the chains added since the last publish
+	 * are not the device's (IN_ORDER reclaim trusts this count alone). */
+	if (UVN_UNLIKELY((uint16_t)(idx - vq->split.last_used) >
+			 (uint16_t)(vq->in_flight - vq->added)))
 		return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_IDX);
 	vq->split.shadow_used = idx;
 	return idx != vq->split.last_used;
@@ -228,7 +238,7 @@ static int get_one(struct uvn_vq_drv *vq, struct uvn_vq_done *out)
 	uint32_t len;
 
 	read_used(vq, &id, &len);
-	if (UVN_UNLIKELY(id >= vq->num || !vq->state[id].token))
+	if (UVN_UNLIKELY(id >= vq->num || !uvn_drv_returnable(vq, &vq->state[id])))
 		return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_ID);
 	if (UVN_UNLIKELY(len > vq->state[id].in_len))
 		return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_LEN);
@@ -249,7 +259,8 @@ static int get_in_order(struct uvn_vq_drv *vq, struct uvn_vq_done *out)
 		uint32_t len;
 
 		read_used(vq, &id, &len);
-		if (UVN_UNLIKELY(id >= vq->num || !vq->state[id].token))
+		/* A published id means every chain before it is too. */
+		if (UVN_UNLIKELY(id >= vq->num || !uvn_drv_returnable(vq, &vq->state[id])))
 			return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_ID);
 		if (UVN_UNLIKELY(len > vq->state[id].in_len))
 			return uvn_vq_drv_fail(vq, UVN_VQ_E_USED_LEN);
@@ -389,6 +400,9 @@ void *uvn_split_drv_detach_unused(struct uvn_vq_drv *vq)
 
 	if (!vq->in_flight)
 		return NULL;
+	/* Chains not yet published never will be; added must stay within
+	 * in_flight for the used index bound. */
+	vq->added = 0;
 	if (vq->in_order) {
 		/* Oldest first, so the free descriptors stay contiguous. */
 		token = detach(vq, uvn_drv_order_peek(vq));

@@ -19,6 +19,7 @@ struct uvn_drv_state {
 	uint16_t ndesc;   /* ring descriptors the chain occupies */
 	uint16_t nindir;  /* entries of the indirect table */
 	uint16_t last;    /* split: last descriptor of the chain */
+	uint16_t epoch;   /* vq->epoch when added: published once that moved on */
 };
 
 struct uvn_vq_drv {
@@ -33,6 +34,9 @@ struct uvn_vq_drv {
 	uint16_t batch_id;
 	uint32_t batch_len;
 	uint16_t in_flight;   /* buffers the device has not returned */
+	/* Publish batch the next adds belong to, never 0. A state whose epoch
+	 * is this one is not published yet: the device cannot have it. */
+	uint16_t epoch;
 	struct uvn_drv_state *state;
 	uint16_t *next;       /* split: free/chain links; packed: free id links */
 	/* split: first free descriptor (IN_ORDER: the next one in ring order,
@@ -241,6 +245,32 @@ static inline void uvn_drv_order_pop(struct uvn_vq_drv *vq)
 {
 	if (++vq->order_head == vq->num)
 		vq->order_head = 0;
+}
+
+/*
+ * May the device return the buffer of state @s: is it in flight and
+ * published? A hostile device can name a chain we added but have not made
+ * available; taking it back would free ids and descriptors the pending
+ * publish still refers to.
+ */
+static inline bool uvn_drv_returnable(const struct uvn_vq_drv *vq, const struct uvn_drv_state *s)
+{
+	return s->token && s->epoch != vq->epoch;
+}
+
+/*
+ * The chains added so far are published: start a new epoch. When the
+ * counter wraps, every state becomes epoch 0 (published long ago) and the
+ * count restarts at 1, so a buffer in flight across 64K publishes never
+ * matches the current epoch again.
+ */
+static inline void uvn_drv_next_epoch(struct uvn_vq_drv *vq)
+{
+	if (UVN_UNLIKELY(++vq->epoch == 0)) {
+		for (unsigned i = 0; i < vq->num; i++)
+			vq->state[i].epoch = 0;
+		vq->epoch = 1;
+	}
 }
 
 /* Shared driver helper: return a reclaimed state slot's indirect table. */

@@ -325,6 +325,155 @@ static void used_twice(void **state)
 	tq_teardown(&q);
 }
 
+/*
+ * Chains added but not yet published are not the device's: a used
+ * descriptor naming one breaks the queue before anything is taken back.
+ * Taking it back used to free its id while its head stayed pending, so
+ * adds went on pending heads past the end of the pending arrays.
+ */
+static void used_unpublished(void **state)
+{
+	struct uvn_vq_done d[2];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 5, F_PACKED, TQ_DRV);
+	add1(&q, 0x1000, 10, true, &tok[0]); /* id 0, pos 0: published */
+	uvn_vq_drv_kick_prepare(q.drv);
+	add1(&q, 0x2000, 20, true, &tok[1]); /* id 1, pos 1: pending */
+	used_put(&q, 0, 1, 20, true, true);
+	assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 2), -UVN_VQ_E_USED_ID);
+	expect_drv_broken(&q, UVN_VQ_E_USED_ID);
+	/* The pending head was never made available. */
+	assert_int_equal(le16(pq_desc(&q, 1)->flags), 0);
+	tq_teardown(&q);
+}
+
+/* The fuzzer's case: every chain pending, the device claims each at once. */
+static void used_unpublished_fill(void **state)
+{
+	struct uvn_vq_done d[2];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 2, F_PACKED, TQ_DRV);
+	for (unsigned i = 0; i < 4; i++) {
+		uint16_t pos = uvn_vq_drv_avail_state(q.drv) & 0x7fff;
+		int r = uvn_vq_drv_add_one(q.drv, 0x1000, 10, true, &tok[i]);
+
+		if (r < 0) {
+			assert_int_equal(r, -UVN_VQ_E_USED_ID);
+			break;
+		}
+		used_put(&q, pos, le16(pq_desc(&q, pos)->id), 10, true, true);
+		assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 2), -UVN_VQ_E_USED_ID);
+	}
+	expect_drv_broken(&q, UVN_VQ_E_USED_ID);
+	assert_int_equal(uvn_vq_drv_num_free(q.drv), 1);
+	assert_ptr_equal(uvn_vq_drv_detach_unused(q.drv), &tok[0]);
+	assert_null(uvn_vq_drv_detach_unused(q.drv));
+	tq_teardown(&q);
+}
+
+/* IN_ORDER: a used id stands for every chain up to it; it may not reach
+ * past what is published, even with published chains in front. */
+static void in_order_used_unpublished(void **state)
+{
+	struct uvn_vq_done d[4];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 6, F_PACKED | F_IN_ORDER, TQ_DRV);
+	add1(&q, 0x1000, 10, true, &tok[0]); /* id 0, pos 0 */
+	add1(&q, 0x2000, 20, true, &tok[1]); /* id 1, pos 1 */
+	uvn_vq_drv_kick_prepare(q.drv);
+	add1(&q, 0x3000, 30, true, &tok[2]); /* id 2, pos 2: pending */
+	used_put(&q, 0, 2, 30, true, true);
+	assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 4), -UVN_VQ_E_USED_ID);
+	expect_drv_broken(&q, UVN_VQ_E_USED_ID);
+	assert_int_equal(uvn_vq_drv_num_free(q.drv), 3);
+	tq_teardown(&q);
+}
+
+/*
+ * Publishes are counted in 16 bits: a buffer in flight while the count
+ * goes round (four of them, each where a plain wrap would meet the count
+ * it was published at) is still the device's to return, and a chain
+ * added after that is still not.
+ */
+static void used_after_publish_count_wraps(void **state)
+{
+	const unsigned LAST = 65541;
+	struct uvn_vq_done d[2];
+	unsigned dev_pos = 0, old = 0;
+	bool dev_wrap = true;
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_PACKED, TQ_DRV);
+	for (unsigned i = 0; i < 4; i++) { /* ids 0-3, one publish each */
+		add1(&q, 0x1000, 10, true, &tok[i]);
+		uvn_vq_drv_kick_prepare(q.drv);
+	}
+	for (unsigned k = 1; k <= LAST; k++) {
+		uint16_t pos = uvn_vq_drv_avail_state(q.drv) & 0x7fff, id;
+
+		add1(&q, 0x2000, 20, true, &tok[4]);
+		id = le16(pq_desc(&q, pos)->id);
+		if (k == LAST) {
+			/* Pending: not the device's, however long the count ran. */
+			used_put(&q, dev_pos, id, 0, dev_wrap, true);
+			assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 2), -UVN_VQ_E_USED_ID);
+			expect_drv_broken(&q, UVN_VQ_E_USED_ID);
+			break;
+		}
+		uvn_vq_drv_kick_prepare(q.drv);
+		used_put(&q, dev_pos, id, 20, dev_wrap, true);
+		if (++dev_pos == 8) {
+			dev_pos = 0;
+			dev_wrap = !dev_wrap;
+		}
+		assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 2), 1);
+		assert_ptr_equal(d[0].token, &tok[4]);
+		if (k >= 65532 && old < 4) {
+			/* 4 + k publishes so far: counting from 1, a plain u16
+			 * count is back at old + 1, the one id `old` went in. */
+			used_put(&q, dev_pos, (uint16_t)old, 10, dev_wrap, true);
+			if (++dev_pos == 8) {
+				dev_pos = 0;
+				dev_wrap = !dev_wrap;
+			}
+			assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 2), 1);
+			assert_ptr_equal(d[0].token, &tok[old]);
+			old++;
+		}
+	}
+	assert_int_equal(old, 4);
+	tq_teardown(&q);
+}
+
+/* Teardown takes pending chains back too, and they are never published. */
+static void detach_unused_pending(void **state)
+{
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 2, F_PACKED, TQ_DRV);
+	add1(&q, 0x1000, 10, true, &tok[0]);
+	add1(&q, 0x2000, 20, true, &tok[1]);
+	assert_ptr_equal(uvn_vq_drv_detach_unused(q.drv), &tok[0]);
+	assert_ptr_equal(uvn_vq_drv_detach_unused(q.drv), &tok[1]);
+	assert_null(uvn_vq_drv_detach_unused(q.drv));
+	assert_false(uvn_vq_drv_kick_prepare(q.drv));
+	assert_int_equal(le16(pq_desc(&q, 0)->flags), 0);
+	assert_int_equal(le16(pq_desc(&q, 1)->flags), 0);
+	/* Re-adding after teardown keeps to the ring (ASan: pend arrays). */
+	add1(&q, 0x1000, 10, true, &tok[2]);
+	add1(&q, 0x2000, 20, true, &tok[3]);
+	assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x3000, 10, true, &tok[4]), -UVN_VQ_E_NOSPC);
+	tq_teardown(&q);
+}
+
 /* ------------------------------------------------------------ callbacks */
 
 static void cb_flags(void **state)
@@ -586,6 +735,11 @@ int main(void)
 		cmocka_unit_test(used_len_on_readable),
 		cmocka_unit_test(used_len_without_write),
 		cmocka_unit_test(used_twice),
+		cmocka_unit_test(used_unpublished),
+		cmocka_unit_test(used_unpublished_fill),
+		cmocka_unit_test(in_order_used_unpublished),
+		cmocka_unit_test(used_after_publish_count_wraps),
+		cmocka_unit_test(detach_unused_pending),
 		cmocka_unit_test(cb_flags),
 		cmocka_unit_test(cb_desc_event),
 		cmocka_unit_test(cb_delayed_event_in_chain),

@@ -375,6 +375,166 @@ static void in_order_used_idx_bad(void **state)
 	bad_used(F_IN_ORDER, 4, 0, 5, UVN_VQ_E_USED_IDX);
 }
 
+/*
+ * Chains added since the last publish (their avail entries written, the
+ * index not) are not the device's: no used entry may name one and the used
+ * index may not count them.
+ */
+static void one_published_one_pending(struct tq *q)
+{
+	add1(q, 0x1000, 10, true, &tok[0]); /* head 0: published */
+	uvn_vq_drv_kick_prepare(q->drv);
+	add1(q, 0x2000, 20, true, &tok[1]); /* head 1: pending */
+}
+
+static void used_unpublished(void **state)
+{
+	struct uvn_vq_done d[4];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, 0, TQ_DRV);
+	one_published_one_pending(&q);
+	used_put(&q, 0, 1, 20);
+	used_idx(&q, 1);
+	assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 4), -UVN_VQ_E_USED_ID);
+	expect_drv_broken(&q, UVN_VQ_E_USED_ID);
+	assert_int_equal(uvn_vq_drv_num_free(q.drv), 2);
+	assert_int_equal(le16(sq_avail(&q)->idx), 1);
+	tq_teardown(&q);
+}
+
+static void used_idx_past_published(void **state)
+{
+	struct uvn_vq_done d[4];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, 0, TQ_DRV);
+	one_published_one_pending(&q);
+	used_put(&q, 0, 0, 10);
+	used_put(&q, 1, 1, 20);
+	used_idx(&q, 2);
+	assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 4), -UVN_VQ_E_USED_IDX);
+	expect_drv_broken(&q, UVN_VQ_E_USED_IDX);
+	tq_teardown(&q);
+}
+
+/* IN_ORDER: a batch entry may not reach a pending chain... */
+static void in_order_used_unpublished(void **state)
+{
+	struct uvn_vq_done d[4];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 4, F_IN_ORDER, TQ_DRV);
+	one_published_one_pending(&q);
+	used_put(&q, 0, 1, 20);
+	used_idx(&q, 1);
+	assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 4), -UVN_VQ_E_USED_ID);
+	expect_drv_broken(&q, UVN_VQ_E_USED_ID);
+	assert_int_equal(uvn_vq_drv_num_free(q.drv), 2);
+	tq_teardown(&q);
+}
+
+/* ...nor may reclaim's count, which reads no entries. */
+static void in_order_reclaim_unpublished(void **state)
+{
+	void *t[8];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, F_IN_ORDER, TQ_DRV);
+	for (unsigned i = 0; i < 3; i++) {
+		if (i == 2)
+			uvn_vq_drv_kick_prepare(q.drv);
+		assert_int_equal(uvn_vq_drv_add_one(q.drv, 0x1000, 64, false, &tok[i]), 0);
+	}
+	used_idx(&q, 3);
+	assert_int_equal(uvn_vq_drv_reclaim(q.drv, t, 8), -UVN_VQ_E_USED_IDX);
+	expect_drv_broken(&q, UVN_VQ_E_USED_IDX);
+	assert_int_equal(uvn_vq_drv_num_free(q.drv), 5);
+	tq_teardown(&q);
+}
+
+/*
+ * Publishes are counted in 16 bits: a buffer in flight while the count
+ * goes round (four of them, each where a plain wrap would meet the count
+ * it was published at) is still the device's to return, and a chain added
+ * after that is still not.
+ */
+static void used_after_publish_count_wraps(void **state)
+{
+	const unsigned LAST = 65541;
+	struct uvn_vq_done d[2];
+	uint16_t used = 0;
+	unsigned old = 0;
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 8, 0, TQ_DRV);
+	for (unsigned i = 0; i < 4; i++) { /* heads 0-3, one publish each */
+		add1(&q, 0x1000, 10, true, &tok[i]);
+		uvn_vq_drv_kick_prepare(q.drv);
+	}
+	for (unsigned k = 1; k <= LAST; k++) {
+		uint16_t head;
+
+		add1(&q, 0x2000, 20, true, &tok[4]);
+		head = avail_head(&q, (uint16_t)(uvn_vq_drv_avail_state(q.drv) - 1));
+		if (k == LAST) {
+			/* Pending, behind a published one (the used index may
+			 * count one): not the device's, however long the count
+			 * ran. */
+			uvn_vq_drv_kick_prepare(q.drv);
+			add1(&q, 0x3000, 30, true, &tok[5]);
+			head = avail_head(&q, (uint16_t)(uvn_vq_drv_avail_state(q.drv) - 1));
+			used_put(&q, used, head, 0);
+			used_idx(&q, ++used);
+			assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 2), -UVN_VQ_E_USED_ID);
+			expect_drv_broken(&q, UVN_VQ_E_USED_ID);
+			break;
+		}
+		uvn_vq_drv_kick_prepare(q.drv);
+		used_put(&q, used, head, 20);
+		used_idx(&q, ++used);
+		assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 2), 1);
+		assert_ptr_equal(d[0].token, &tok[4]);
+		if (k >= 65532 && old < 4) {
+			/* 4 + k publishes so far: counting from 1, a plain u16
+			 * count is back at old + 1, the one head `old` went in. */
+			used_put(&q, used, old, 10);
+			used_idx(&q, ++used);
+			assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 2), 1);
+			assert_ptr_equal(d[0].token, &tok[old]);
+			old++;
+		}
+	}
+	assert_int_equal(old, 4);
+	tq_teardown(&q);
+}
+
+/* Teardown takes pending chains back too; the used index bound holds. */
+static void detach_unused_pending(void **state)
+{
+	struct uvn_vq_done d[2];
+	struct tq q;
+
+	(void)state;
+	tq_setup(&q, 2, 0, TQ_DRV);
+	add1(&q, 0x1000, 10, true, &tok[0]);
+	add1(&q, 0x2000, 20, true, &tok[1]);
+	assert_ptr_equal(uvn_vq_drv_detach_unused(q.drv), &tok[0]);
+	assert_ptr_equal(uvn_vq_drv_detach_unused(q.drv), &tok[1]);
+	assert_null(uvn_vq_drv_detach_unused(q.drv));
+	assert_false(uvn_vq_drv_kick_prepare(q.drv));
+	assert_int_equal(le16(sq_avail(&q)->idx), 0);
+	/* Nothing is in flight: any used index is a violation. */
+	used_idx(&q, 1);
+	assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 2), -UVN_VQ_E_USED_IDX);
+	tq_teardown(&q);
+}
+
 /* ------------------------------------------------------------ callbacks */
 
 static void cb_flags(void **state)
@@ -784,6 +944,12 @@ int main(void)
 		cmocka_unit_test(in_order_used_id_bad),
 		cmocka_unit_test(in_order_used_len_bad),
 		cmocka_unit_test(in_order_used_idx_bad),
+		cmocka_unit_test(used_unpublished),
+		cmocka_unit_test(used_idx_past_published),
+		cmocka_unit_test(in_order_used_unpublished),
+		cmocka_unit_test(in_order_reclaim_unpublished),
+		cmocka_unit_test(used_after_publish_count_wraps),
+		cmocka_unit_test(detach_unused_pending),
 		cmocka_unit_test(cb_flags),
 		cmocka_unit_test(cb_used_event),
 		cmocka_unit_test(detach_unused_plain),
