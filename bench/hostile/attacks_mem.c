@@ -42,11 +42,9 @@ int attack_stale_ring(struct hfe *h, const struct hfe_opts *o, double end)
 {
 	unsigned num = o->qsize ? o->qsize : 64;
 	struct uvn_mem_region_desc a, b;
-	int fd_b, r = hfe_open(h, o->path, 0, HFE_F(VHOST_USER_PROTOCOL_F_REPLY_ACK), 8u << 20, false);
+	int fd_b, r = hfe_start(h, o->path, 0, 8u << 20, num);
 	void *mem_b;
 
-	if (!r)
-		r = hfe_pair(h, num, num, true);
 	if (r)
 		return r;
 	fd_b = memfd_create("uvnet-hostile-b", MFD_CLOEXEC);
@@ -110,11 +108,9 @@ static int full_pipe(int p[2])
  */
 int attack_blocking_fd(struct hfe *h, const struct hfe_opts *o, double end)
 {
-	int p[2], r = hfe_open(h, o->path, 0, HFE_F(VHOST_USER_PROTOCOL_F_REPLY_ACK), 8u << 20, false);
+	int p[2], r = hfe_start(h, o->path, 0, 8u << 20, o->qsize ? o->qsize : 256);
 	double t_err;
 
-	if (!r)
-		r = hfe_pair(h, o->qsize ? o->qsize : 256, 256, true);
 	if (!r)
 		r = full_pipe(p);
 	if (r)
@@ -155,9 +151,7 @@ int attack_kick_fd_swap(struct hfe *h, const struct hfe_opts *o, double end)
 {
 	int old[OLD_KICKS], nold = 0, r;
 
-	r = hfe_open(h, o->path, 0, HFE_F(VHOST_USER_PROTOCOL_F_REPLY_ACK), 8u << 20, false);
-	if (!r)
-		r = hfe_pair(h, o->qsize ? o->qsize : 256, 256, true);
+	r = hfe_start(h, o->path, 0, 8u << 20, o->qsize ? o->qsize : 256);
 	if (r)
 		return r;
 	while (hfe_running(end) && hfe_alive(h)) {
@@ -198,10 +192,8 @@ int attack_kick_fd_swap(struct hfe *h, const struct hfe_opts *o, double end)
 int attack_memfd_shrink(struct hfe *h, const struct hfe_opts *o, double end)
 {
 	unsigned num = o->qsize ? o->qsize : 256;
-	int r = hfe_open(h, o->path, 0, HFE_F(VHOST_USER_PROTOCOL_F_REPLY_ACK), 8u << 20, false);
+	int r = hfe_start(h, o->path, 0, 8u << 20, num);
 
-	if (!r)
-		r = hfe_pair(h, num, num, true);
 	if (r)
 		return r;
 	post_frames(h, num / 2);
@@ -291,11 +283,9 @@ int attack_sparse_mem(struct hfe *h, const struct hfe_opts *o, double end)
  */
 int attack_msg_flood(struct hfe *h, const struct hfe_opts *o, double end)
 {
-	int r = hfe_open(h, o->path, 0, HFE_F(VHOST_USER_PROTOCOL_F_REPLY_ACK), 8u << 20, false);
+	int r = hfe_start(h, o->path, 0, 8u << 20, o->qsize ? o->qsize : 256);
 	uint64_t f;
 
-	if (!r)
-		r = hfe_pair(h, o->qsize ? o->qsize : 256, 256, true);
 	if (r)
 		return r;
 	while (hfe_running(end) && hfe_alive(h)) {

@@ -139,10 +139,8 @@ int attack_full_tx(struct hfe *h, const struct hfe_opts *o, double end)
 {
 	unsigned num = o->qsize ? o->qsize : 256;
 	struct hring *t = &h->tx;
-	int r = hfe_open(h, o->path, 0, HFE_F(VHOST_USER_PROTOCOL_F_REPLY_ACK), 16u << 20, false);
+	int r = hfe_start(h, o->path, 0, 16u << 20, num);
 
-	if (!r)
-		r = hfe_pair(h, num, num, true);
 	if (r)
 		return r;
 	for (unsigned i = 0; i < num; i++)
@@ -183,11 +181,8 @@ int attack_full_tx(struct hfe *h, const struct hfe_opts *o, double end)
  * kicks are handled on uvnetd's control thread, not by a worker). */
 int attack_kick_storm(struct hfe *h, const struct hfe_opts *o, double end)
 {
-	int r = hfe_open(h, o->path, HFE_F(VIRTIO_NET_F_CTRL_VQ),
-			 HFE_F(VHOST_USER_PROTOCOL_F_REPLY_ACK), 8u << 20, false);
+	int r = hfe_start(h, o->path, HFE_F(VIRTIO_NET_F_CTRL_VQ), 8u << 20, o->qsize ? o->qsize : 256);
 
-	if (!r)
-		r = hfe_pair(h, o->qsize ? o->qsize : 256, 256, true);
 	if (!r && (h->features & HFE_F(VIRTIO_NET_F_CTRL_VQ))) {
 		r = hfe_ring(h, &h->ctrl, 2 * h->pairs, 64, true);
 		if (!r)
@@ -215,10 +210,8 @@ int attack_rx_hoard(struct hfe *h, const struct hfe_opts *o, double end)
 {
 	static char note[64];
 	unsigned num = o->qsize ? o->qsize : 256;
-	int r = hfe_open(h, o->path, 0, HFE_F(VHOST_USER_PROTOCOL_F_REPLY_ACK), 8u << 20, false);
+	int r = hfe_start(h, o->path, 0, 8u << 20, num);
 
-	if (!r)
-		r = hfe_pair(h, num, num, true);
 	if (r)
 		return r;
 	h->ops = num;

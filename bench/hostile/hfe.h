@@ -80,6 +80,9 @@ void hfe_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int hfe_open(struct hfe *h, const char *path, uint64_t want, uint64_t proto_want, size_t mem_len,
 	     bool no_mem);
 void hfe_close(struct hfe *h);
+/* hfe_open() with REPLY_ACK and guest memory shared, then hfe_pair() with
+ * rings of @num and @num RX buffers posted: most attacks' set-up. */
+int hfe_start(struct hfe *h, const char *path, uint64_t want, size_t mem_len, unsigned num);
 /* Carve @size bytes (aligned) from the guest memory; NULL when out. */
 void *hfe_alloc(struct hfe *h, size_t size, size_t align);
 /* Describe @r (index @idx, @num entries) to the backend and start it (kick

@@ -265,6 +265,13 @@ int hfe_pair(struct hfe *h, unsigned num, unsigned rx_bufs, bool fds)
 	return r;
 }
 
+int hfe_start(struct hfe *h, const char *path, uint64_t want, size_t mem_len, unsigned num)
+{
+	int r = hfe_open(h, path, want, HFE_F(VHOST_USER_PROTOCOL_F_REPLY_ACK), mem_len, false);
+
+	return r ? r : hfe_pair(h, num, num, true);
+}
+
 int hfe_raw_state(struct hfe *h, uint32_t request, unsigned idx, unsigned num)
 {
 	struct uvn_vu_msg m;
