@@ -34,6 +34,8 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -100,10 +102,20 @@ static uint8_t take8(struct fe *f)
 	return *f->in++;
 }
 
+static void expire_timers(bool oneshot);
+
 static void pump(void)
 {
 	for (int i = 0; i < 64 && uvn_loop_run_once(loop, 0) > 0; i++)
 		;
+}
+
+/* Bytes we sent that the port has not read yet. */
+static bool unread(const struct fe *f)
+{
+	int n = 0;
+
+	return ioctl(f->sock, SIOCOUTQ, &n) == 0 && n > 0;
 }
 
 static void request(struct fe *f, uint32_t req, const void *p, uint32_t len, const int *fds,
@@ -111,6 +123,10 @@ static void request(struct fe *f, uint32_t req, const void *p, uint32_t len, con
 {
 	fz_vu_request(f->sock, req, p, len, fds, nfds);
 	pump();
+	/* Left unread: past its message budget the port reads on when the
+	 * window ends, which a real frontend would see pass. */
+	if (unread(f))
+		expire_timers(true);
 	(void)fz_vu_drain(f->sock, NULL);
 }
 
@@ -501,8 +517,10 @@ static void port_tx(struct fe *f, unsigned n)
 	uvn_pkt_free_bulk(pkts, got);
 }
 
-/* Expire every timer of the process now (the port's drain timer). */
-static void fire_timers(void)
+/* Expire the process's timers now: every one (the port's drain timer), or
+ * only the one-shot ones (@oneshot: the end of a message-budget window, a
+ * queue-pairs change), which a frontend would see pass in real time. */
+static void expire_timers(bool oneshot)
 {
 	int t[8];
 	unsigned n = fds_of("anon_inode:[timerfd]", t, 8);
@@ -510,7 +528,8 @@ static void fire_timers(void)
 	for (unsigned i = 0; i < n; i++) {
 		struct itimerspec it;
 
-		if (timerfd_gettime(t[i], &it))
+		if (timerfd_gettime(t[i], &it) || (oneshot && (it.it_interval.tv_sec ||
+							       it.it_interval.tv_nsec)))
 			continue;
 		it.it_value = (struct timespec){ 0, 1 };
 		(void)timerfd_settime(t[i], 0, &it, NULL);
@@ -518,6 +537,11 @@ static void fire_timers(void)
 	/* A 1 ns timer has expired by the time the loop waits (at most 1 ms). */
 	(void)uvn_loop_run_once(loop, 1);
 	pump();
+}
+
+static void fire_timers(void)
+{
+	expire_timers(false);
 }
 
 /* A worker's view: a kick on a guest TX ring's fd, then its burst. */
@@ -684,6 +708,7 @@ static void teardown(struct fe *f)
 {
 	close_fd(&f->sock);
 	/* The port sees the hangup and drops the session. */
+	expire_timers(true);
 	for (int i = 0; i < 8; i++)
 		pump();
 	for (unsigned q = 0; q < NQ; q++) {
