@@ -109,6 +109,9 @@ done:
 	 * below the queue size and the used side relies on it. */
 	if (UVN_UNLIKELY(id >= vq->num))
 		return uvn_vq_dev_fail(vq, UVN_VQ_E_HEAD_RANGE);
+	if (UVN_UNLIKELY(vq->held + steps > vq->num)) /* see vq.h */
+		return uvn_vq_dev_fail(vq, UVN_VQ_E_OVERRUN);
+	vq->held = (uint16_t)(vq->held + steps);
 	ch->id = id;
 	ch->ndesc = (uint16_t)steps;
 	vq->pk.last_avail = pos;
@@ -163,6 +166,7 @@ void uvn_packed_dev_end_batch(struct uvn_vq_dev *vq)
 
 void uvn_packed_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len)
 {
+	vq->pushed = (uint16_t)(vq->pushed + ch->ndesc);
 	uvn_stat_inc(&vq->st.used);
 	vq->staged++;
 	if (vq->batch_used) {

@@ -100,6 +100,9 @@ int uvn_split_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iov
 		return uvn_vq_dev_fail(vq, ret);
 	uvn_chain_end(&w, ch);
 done:
+	if (UVN_UNLIKELY(vq->held >= vq->num)) /* see vq.h */
+		return uvn_vq_dev_fail(vq, UVN_VQ_E_OVERRUN);
+	vq->held++;
 	ch->id = head;
 	ch->ndesc = (uint16_t)ndesc;
 	vq->split.last_avail++;
@@ -131,6 +134,7 @@ void uvn_split_dev_end_batch(struct uvn_vq_dev *vq)
 
 void uvn_split_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint32_t len)
 {
+	vq->pushed++;
 	uvn_stat_inc(&vq->st.used);
 	vq->staged++;
 	if (vq->batch_used) {

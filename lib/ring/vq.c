@@ -417,28 +417,10 @@ static uint16_t chain_slots(const struct uvn_vq_dev *vq, const struct uvn_vq_cha
 int uvn_vq_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
 		   unsigned iov_max)
 {
-	uint16_t slots;
-	int r;
-
 	if (UVN_UNLIKELY(vq->err))
 		return vq->err;
-	r = vq->packed ? uvn_packed_dev_pop(vq, ch, iov, iov_max)
-		       : uvn_split_dev_pop(vq, ch, iov, iov_max);
-	if (r <= 0)
-		return r;
-	/*
-	 * A driver reuses a slot only after it saw the slot used, so the
-	 * slots popped and not yet published never exceed the ring. Only a
-	 * driver that flips descriptor flags or indices behind our back gets
-	 * past this, and then the used position the batches accumulate could
-	 * leave the ring (PITFALLS 20): this bound keeps every used write in
-	 * range by construction.
-	 */
-	slots = chain_slots(vq, ch);
-	if (UVN_UNLIKELY(vq->held + slots > vq->num))
-		return uvn_vq_dev_fail(vq, UVN_VQ_E_OVERRUN);
-	vq->held = (uint16_t)(vq->held + slots);
-	return 1;
+	return vq->packed ? uvn_packed_dev_pop(vq, ch, iov, iov_max)
+			  : uvn_split_dev_pop(vq, ch, iov, iov_max);
 }
 
 void uvn_vq_dev_unpop(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch)
@@ -466,7 +448,6 @@ void uvn_vq_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, uint3
 	/* A broken queue's ring is not written any more. */
 	if (UVN_UNLIKELY(vq->err))
 		return;
-	vq->pushed = (uint16_t)(vq->pushed + chain_slots(vq, ch));
 	if (vq->packed)
 		uvn_packed_dev_push(vq, ch, len);
 	else

@@ -85,9 +85,16 @@ struct uvn_vq_dev {
 	void *xlate_ctx;
 	/* staged used elements not yet published */
 	uint16_t staged;
-	/* ring slots (split: chains; packed: descriptors) popped and not yet
-	 * published as used, and of those the ones pushed since the last flush:
-	 * held <= num always (uvn_vq_dev_pop) */
+	/*
+	 * Ring slots (split: chains; packed: descriptors) popped and not yet
+	 * published as used, and of those the ones pushed since the last
+	 * flush. A driver reuses a slot only after it saw it used, so held
+	 * never exceeds num; only a driver that flips descriptor flags or
+	 * indices behind our back gets past that, and then the used position
+	 * that batches accumulate could leave the ring (PITFALLS 20). The
+	 * pops check it (UVN_VQ_E_OVERRUN): every used write stays in range
+	 * by construction.
+	 */
 	uint16_t held, pushed;
 	/* IN_ORDER batch not yet written: chains, id/len of the last one */
 	uint16_t batch_n;
