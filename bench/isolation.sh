@@ -17,6 +17,9 @@
 # shows them in the last attacked run (broken queues and non-zero error
 # counters), uvnetd's RSS, and the attacker's own summary.
 #
+# An attack written ATTACK@K runs with the hostile port limited to K
+# thousand frames/s taken in (uvnetd's max-kpps=K), in both of its runs.
+#
 # Usage: bench/isolation.sh [--uvnetd PATH] [--perf PATH] [--hostile PATH]
 #            [--runs N] [--seconds S] [--warmup S] [--size N] [--mode event|poll]
 #            [--attacks "packed-batch stale-ring ..."] [--attacker-cpu N]
@@ -31,7 +34,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 RUNS=5 SECS=5 WARM=1 SIZE=1518 MODE=event ACPU=1 ASCHED=idle KEEP=0
-ATTACKS="packed-batch stale-ring blocking-fd kick-fd-swap full-tx memfd-shrink kick-storm msg-flood rx-hoard sparse-mem"
+ATTACKS="packed-batch stale-ring blocking-fd kick-fd-swap full-tx full-tx@500 memfd-shrink kick-storm msg-flood rx-hoard sparse-mem"
 UVNETD= PERF= HOSTILE=
 while (($#)); do
 	case $1 in
@@ -47,7 +50,7 @@ while (($#)); do
 	--attacker-cpu) ACPU=$2; shift 2 ;;
 	--attacker-sched) ASCHED=$2; shift 2 ;;
 	--keep) KEEP=1; shift ;;
-	-h | --help) sed -n '2,33p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,36p' "$0"; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -89,7 +92,7 @@ cat >"$WORK/uvnetd-wrap" <<'WRAP'
 #!/bin/bash
 D=$ISO_DIR REAL=$ISO_REAL
 [[ " $* " == *" --port "* ]] || exec "$REAL" "$@"
-"$REAL" "$@" --port "vhost-user:$D/h.sock,queues=2" --ctl "$D/ctl.sock" 2>"$D/uvnetd.err" &
+"$REAL" "$@" --port "vhost-user:$D/h.sock,queues=2$ISO_HOPTS" --ctl "$D/ctl.sock" 2>"$D/uvnetd.err" &
 U=$!
 echo "$U" >"$D/uvnetd.pid"
 stop=0
@@ -146,11 +149,12 @@ N=0 RUN_DIR=
 # one ATTACK|none: one run; RUN_DIR is its dir (perf.json, fate, ... inside).
 # Not in a subshell: PIDS must be ours.
 one() {
-	local a=$1 d p h= i
+	local a=${1%@*} d p h= i hopts=
+	[[ $1 == *@* ]] && hopts=",max-kpps=${1#*@}"
 	N=$((N + 1))
 	d=$WORK/r$N
 	mkdir -p "$d"
-	ISO_DIR=$d ISO_REAL=$UVNETD timeout -s TERM $((WARM + SECS + 90)) "$PERF" stream --pair -M "$MODE" \
+	ISO_DIR=$d ISO_REAL=$UVNETD ISO_HOPTS=$hopts timeout -s TERM $((WARM + SECS + 90)) "$PERF" stream --pair -M "$MODE" \
 		-s "$SIZE" -l "$SECS" -w "$WARM" --json -q --uvnetd "$WORK/uvnetd-wrap" --device-cpu 0 \
 		--driver-cpu 1 >"$d/perf.json" 2>"$d/perf.err" &
 	p=$!
@@ -238,7 +242,7 @@ printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' -------------- ---------------------- -----
 for a in $ATTACKS; do
 	A=() B=() fates=() stops=() last=
 	for _ in $(seq "$RUNS"); do
-		one none
+		if [[ $a == *@* ]]; then one "none@${a#*@}"; else one none; fi
 		A+=("$(gbps "$RUN_DIR")")
 		one "$a"
 		d=$RUN_DIR

@@ -7,6 +7,7 @@
 #ifndef UVN_PORT_PORT_H
 #define UVN_PORT_PORT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -70,6 +71,8 @@ struct uvn_port {
 	char name[64];
 	uint16_t id;          /* index in the daemon's port table */
 	uint8_t mac[6];       /* our own MAC for frames we generate (txonly) */
+	uint64_t max_pps;     /* ingress limit: frames/s taken from the port, 0: none */
+	_Atomic uint64_t policed; /* times a queue was left unread for the limit */
 };
 
 /*
@@ -89,7 +92,10 @@ struct uvn_port_env {
 
 /*
  * Create ports from their command-line specification:
- *   vhost-user:PATH[,client][,queues=N]   tap:IFNAME
+ *   vhost-user:PATH[,client][,queues=N][,max-kpps=N]   tap:IFNAME[,max-kpps=N]
+ * max-kpps limits the frames taken in from the port (thousands per second,
+ * spread evenly over its queues); frames over the limit wait in the peer's
+ * ring (the guest sees a slower link), they are not read and dropped.
  * @return 0 or -errno, with a message logged.
  */
 int uvn_port_create(const char *spec, const struct uvn_port_env *env, struct uvn_port **out);

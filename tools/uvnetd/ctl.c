@@ -42,6 +42,7 @@ static void show_ports(struct uvnetd *d, FILE *f, bool json)
 		fputs("{\"ports\":[", f);
 	for (unsigned i = 0; i < d->nports; i++) {
 		struct uvn_port *p = d->ports[i];
+		uint64_t policed = atomic_load_explicit(&p->policed, memory_order_relaxed);
 		struct uvn_port_stats s;
 
 		p->ops->stats(p, &s);
@@ -50,10 +51,14 @@ static void show_ports(struct uvnetd *d, FILE *f, bool json)
 			uvn_json_str(f, p->name);
 			fprintf(f, ",\"kind\":\"%s\",\"queues\":%u,", p->ops->kind, p->ops->nqueues(p));
 			uvn_stats_json(f, &s, uvn_port_stats_desc);
-			fputc('}', f);
+			fprintf(f, ",\"max_kpps\":%" PRIu64 ",\"policed\":%" PRIu64 "}",
+				p->max_pps / 1000, policed);
 		} else {
 			fprintf(f, "%-40s %-10s queues %u  ", p->name, p->ops->kind, p->ops->nqueues(p));
 			uvn_stats_print(f, &s, uvn_port_stats_desc, 1);
+			if (p->max_pps)
+				fprintf(f, " max-kpps=%" PRIu64 " policed=%" PRIu64, p->max_pps / 1000,
+					policed);
 			fputc('\n', f);
 		}
 	}

@@ -56,7 +56,13 @@ struct uvnetd_src {
 	struct uvnetd_worker *w;
 	struct uvn_handler h;         /* event mode: our dup of its kick (or TAP) fd */
 	bool busy;                    /* event mode: has more, served again next round */
+	bool held;                    /* left unread for its port's max-kpps */
 	uint64_t served;              /* the worker's round that last served it */
+	/* The port's ingress limit, this queue's share: a token bucket in
+	 * picoseconds of credit (worker.c). cost_ps 0: no limit. */
+	uint64_t cost_ps;             /* credit one frame takes */
+	uint64_t credit_ps;
+	uint64_t last_ns;             /* credit earned up to here */
 };
 
 struct uvnetd_worker {
@@ -71,6 +77,7 @@ struct uvnetd_worker {
 	struct uvnetd_src srcs[UVNETD_MAX_SRCS];
 	unsigned nsrcs;
 	unsigned nbusy;               /* srcs with busy set */
+	unsigned nheld;               /* srcs with held set (each is busy too) */
 	uint64_t round;               /* event mode: rounds (epoll waits) so far */
 };
 

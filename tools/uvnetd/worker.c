@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -44,6 +45,11 @@
  * next round like everyone else: it can neither starve the queues beside
  * it nor keep its worker from parking (the CVE-2019-3900 shape). */
 #define EVENT_BUDGET 4
+/* A limited queue may save up this much credit (10 ms at its rate), or
+ * one burst if that is more. */
+#define LIMIT_SAVE_PS 10000000000ull
+/* How long a worker whose busy queues are all held sleeps, in ms. */
+#define HELD_SLEEP_MS 1
 
 static void wake(struct uvnetd_worker *w)
 {
@@ -53,21 +59,52 @@ static void wake(struct uvnetd_worker *w)
 		UVN_DEBUG("worker %u: wake: %s", w->fw.id, strerror(errno));
 }
 
-/* Bring in up to @budget bursts from queue @q of @p, forwarding them.
- * @return true if the budget ran out (the queue may have more) */
-static bool drain(struct uvnetd_worker *w, struct uvn_port *p, unsigned q, unsigned budget)
+/* Frames queue @s may take now under its port's limit (UINT_MAX: no limit). */
+static unsigned allowance(struct uvnetd_src *s)
 {
-	struct uvnetd *d = w->d;
+	uint64_t now, cap, n;
+
+	if (!s->cost_ps)
+		return UINT_MAX;
+	now = uvn_now_ns();
+	cap = BURST * s->cost_ps > LIMIT_SAVE_PS ? BURST * s->cost_ps : LIMIT_SAVE_PS;
+	if (now - s->last_ns >= cap / 1000)
+		s->credit_ps = cap;
+	else if ((s->credit_ps += (now - s->last_ns) * 1000) > cap)
+		s->credit_ps = cap;
+	s->last_ns = now;
+	n = s->credit_ps / s->cost_ps;
+	return n > UINT_MAX ? UINT_MAX : (unsigned)n;
+}
+
+/* Left unread for the limit (counted once per spell) or not. */
+static void set_held(struct uvnetd_src *s, bool held)
+{
+	if (s->held == held)
+		return;
+	s->w->nheld += held ? 1 : -1u;
+	s->held = held;
+	if (held)
+		atomic_fetch_add_explicit(&s->p->policed, 1, memory_order_relaxed);
+}
+
+/* Bring in up to @max frames from queue @s, forwarding them.
+ * @return true if @max ran out (the queue may have more) */
+static bool drain(struct uvnetd_worker *w, struct uvnetd_src *s, unsigned max)
+{
+	struct uvn_port *p = s->p;
 	struct uvn_pkt *pkts[BURST];
 
-	for (; budget; budget--) {
-		unsigned n = p->ops->rx(p, q, pkts, BURST);
+	while (max) {
+		unsigned n = p->ops->rx(p, s->q, pkts, max < BURST ? max : BURST);
 
 		if (!n)
 			return false;
-		uvn_fwd_burst(&d->fwd, &w->fw, p, pkts, n);
+		max -= n;
+		s->credit_ps -= n * s->cost_ps;
+		uvn_fwd_burst(&w->d->fwd, &w->fw, p, pkts, n);
 		if (p->ops->complete)
-			p->ops->complete(p, q);
+			p->ops->complete(p, s->q);
 	}
 	return true;
 }
@@ -85,10 +122,16 @@ static void set_busy(struct uvnetd_src *s, bool busy)
  * holding this one. */
 static void serve(struct uvnetd_src *s)
 {
-	bool more = drain(s->w, s->p, s->q, EVENT_BUDGET) || !s->p->ops->arm(s->p, s->q);
+	unsigned max = allowance(s);
 
 	s->served = s->w->round;
-	set_busy(s, more);
+	set_busy(s, true);
+	set_held(s, !max);
+	if (!max)
+		return;
+	if (max > EVENT_BUDGET * BURST)
+		max = EVENT_BUDGET * BURST;
+	set_busy(s, drain(s->w, s, max) || !s->p->ops->arm(s->p, s->q));
 }
 
 static void on_src(struct uvn_handler *h, uint32_t events)
@@ -126,8 +169,10 @@ static void poll_round(struct uvnetd_worker *w)
 {
 	for (unsigned i = 0; i < w->nsrcs; i++) {
 		struct uvnetd_src *s = &w->srcs[i];
+		unsigned max = allowance(s);
 
-		drain(w, s->p, s->q, 1);
+		set_held(s, !max);
+		drain(w, s, max < BURST ? max : BURST);
 		if (w->d->o.mode == UVN_FWD_TXONLY)
 			uvn_fwd_generate(&w->d->fwd, &w->fw, s->p);
 	}
@@ -176,7 +221,7 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		w->round++;
-		uvn_loop_run_once(w->loop, w->nbusy ? 0 : -1);
+		uvn_loop_run_once(w->loop, !w->nbusy ? -1 : w->nbusy > w->nheld ? 0 : HELD_SLEEP_MS);
 		serve_busy(w);
 	}
 	return NULL;
@@ -247,6 +292,7 @@ static void release_srcs(struct uvnetd_worker *w)
 	}
 	w->nsrcs = 0;
 	w->nbusy = 0;
+	w->nheld = 0;
 }
 
 /* Event mode: sleep on queue @s's fd. The port's fd is the port's (a vhost
@@ -266,6 +312,18 @@ static void watch_src(struct uvnetd_src *s, int fd)
 		close(mine);
 		s->h.fd = -1;
 	}
+}
+
+/* Queue @s's share of its port's ingress limit (one of @nq queues). */
+static void limit_src(struct uvnetd_src *s, unsigned nq)
+{
+	uint64_t pps = s->p->max_pps / nq;
+
+	if (!s->p->max_pps)
+		return;
+	s->cost_ps = 1000000000000ull / (pps ? pps : 1);
+	s->credit_ps = s->cost_ps * BURST;
+	s->last_ns = uvn_now_ns();
 }
 
 /* Give every rx queue of every port to a worker, round-robin. Quiesced. */
@@ -289,6 +347,7 @@ void uvnetd_assign(struct uvnetd *d)
 				continue;
 			s = &w->srcs[w->nsrcs++];
 			*s = (struct uvnetd_src){ .p = p, .q = q, .w = w, .h.fd = -1 };
+			limit_src(s, nq);
 			fd = p->ops->rx_fd ? p->ops->rx_fd(p, q) : -1;
 			if (!polling && fd >= 0)
 				watch_src(s, fd);

@@ -16,7 +16,7 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ctl() { "$UVNETD" ctl "$DIR/ctl.sock" "$@"; }
 
-"$UVNETD" --port "vhost-user:$DIR/a.sock" --port "vhost-user:$DIR/b.sock,queues=2" \
+"$UVNETD" --port "vhost-user:$DIR/a.sock" --port "vhost-user:$DIR/b.sock,queues=2,max-kpps=300" \
 	--ctl "$DIR/ctl.sock" --zerocopy auto >"$DIR/log" 2>&1 &
 PID=$!
 for _ in $(seq 50); do [[ -S "$DIR/ctl.sock" ]] && break; sleep 0.1; done
@@ -25,8 +25,9 @@ for _ in $(seq 50); do [[ -S "$DIR/ctl.sock" ]] && break; sleep 0.1; done
 out=$(ctl show ports)
 [[ $(grep -c '^vhost:' <<<"$out") == 2 ]] || fail "show ports: $out"
 grep -q 'rx_packets=0' <<<"$out" || fail "show ports counters: $out"
+grep -q 'b.sock .*max-kpps=300 policed=0' <<<"$out" || fail "show ports limit: $out"
 json=$(ctl show ports --json)
-python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert len(d["ports"])==2 and d["ports"][0]["kind"]=="vhost-user" and "tx_packets" in d["ports"][1]' "$json" ||
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert len(d["ports"])==2 and d["ports"][0]["kind"]=="vhost-user" and "tx_packets" in d["ports"][1] and d["ports"][1]["max_kpps"]==300 and d["ports"][0]["max_kpps"]==0' "$json" ||
 	fail "show ports --json: $json"
 json=$(ctl show queues --json)
 python3 -c 'import json,sys; assert json.loads(sys.argv[1])=={"queues":[]}' "$json" || fail "show queues --json: $json"
@@ -101,6 +102,14 @@ wait "$PID" || fail "uvnetd exit status"
 PID=
 [[ ! -e "$DIR/ctl.sock" ]] || fail "control socket left behind"
 grep -q 'totals' "$DIR/log" || fail "no final totals"
+
+# max-kpps: out of range or malformed, refused with the expected form;
+# a limit shows in show ports
+for spec in "vhost-user:$DIR/x.sock,max-kpps=0" "vhost-user:$DIR/x.sock,max-kpps=12x" \
+	"vhost-user:$DIR/x.sock,max-kpps=100001" "tap:,max-kpps=5" "vhost-user:$DIR/x.sock,max-kpps="; do
+	refused --port "$spec" || fail "uvnetd started with --port $spec"
+	grep -q 'max-kpps=N' "$DIR/log2" || fail "no reason given for $spec: $(cat "$DIR/log2")"
+done
 
 # --ctl at a regular file: refused, the file untouched
 echo "precious" >"$DIR/file"

@@ -10,6 +10,9 @@
 #   fulltx:   A keeps its TX ring full, avail->idx = used->idx + num
 #             (finding 5: a drain loop without a budget starved the other
 #             queues and kept the workers from parking, so SIGTERM hung).
+#   fulltx-limit: the same against A's port with max-kpps=20: A's frames
+#             come in at no more than 20k/s (counted, from outside), the
+#             held-back spells are counted as policed.
 # and through bench's uvnet-hostile (its attack names):
 #   packed-batch: packed + IN_ORDER TX and control rings re-armed behind
 #             the device's back (finding 1), kicked without pause: a queue
@@ -44,7 +47,10 @@ gone() { local st; st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 
 
 # Copies, not zero copy: a big frame costs uvnetd time, so the guest
 # keeps its ring full even when it loses its CPU now and then.
-"$UVNETD" --zerocopy off --port "vhost-user:$DIR/a.sock,queues=2" --port "vhost-user:$DIR/b.sock" \
+A_SPEC="vhost-user:$DIR/a.sock,queues=2"
+LIMIT_KPPS=20
+[[ $MODE == fulltx-limit ]] && A_SPEC+=",max-kpps=$LIMIT_KPPS"
+"$UVNETD" --zerocopy off --port "$A_SPEC" --port "vhost-user:$DIR/b.sock" \
 	--port "vhost-user:$DIR/c.sock" --ctl "$DIR/ctl.sock" >"$DIR/log" 2>&1 &
 PID=$!
 for _ in $(seq 100); do [[ -S "$DIR/ctl.sock" ]] && break; sleep 0.05; done
@@ -52,6 +58,7 @@ for _ in $(seq 100); do [[ -S "$DIR/ctl.sock" ]] && break; sleep 0.05; done
 
 case $MODE in
 kickswap | fulltx) "$HOSTILE" "$MODE" "$DIR/a.sock" 15 >"$DIR/hostile.out" 2>&1 & ;;
+fulltx-limit) "$HOSTILE" fulltx "$DIR/a.sock" 15 >"$DIR/hostile.out" 2>&1 & ;;
 *) "$UVNET_HOSTILE" --socket "$DIR/a.sock" --attack "$MODE" --seconds 15 >"$DIR/hostile.out" 2>&1 & ;;
 esac
 HPID=$!
@@ -59,6 +66,7 @@ for _ in $(seq 100); do grep -q ready "$DIR/hostile.out" && break; gone "$HPID" 
 grep -q ready "$DIR/hostile.out" || fail "the attack did not start: $(cat "$DIR/hostile.out")"
 
 ctl() { timeout 2 "$UVNETD" ctl "$DIR/ctl.sock" "$@" || fail "control socket does not answer: $*"; }
+a_stat() { ctl show ports --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["ports"][0][sys.argv[1]])' "$1"; }
 pauses() { ctl show stats --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["worker_pauses"])'; }
 # A's kicks, however many, never park the workers (A's own set-up is done).
 # vhost-user messages are handled with the workers parked: a frontend gets
@@ -85,6 +93,20 @@ case $MODE in
 fulltx)	# A's frames came in all along, beside B's
 	python3 -c 'import json,sys; p=json.loads(sys.argv[1])["ports"]; assert p[0]["rx_packets"] > 10000, p[0]' \
 		"$json" || fail "A's full ring was not served" ;;
+fulltx-limit)
+	# An upper bound only (a slow machine takes in less, never more): the
+	# rate over the interval, plus each of A's 2 queues' 10 ms of savings
+	# and one burst it may have in hand.
+	t0=$(date +%s%N)
+	r0=$(a_stat rx_packets)
+	sleep 2
+	r1=$(a_stat rx_packets)
+	t1=$(date +%s%N)
+	max=$(((t1 - t0) * LIMIT_KPPS / 1000000 + 2 * (LIMIT_KPPS * 10 + 32)))
+	echo "A took $((r1 - r0)) frames in $(((t1 - t0) / 1000000)) ms (at most $max), policed $(a_stat policed) times"
+	((r1 - r0 > 0)) || fail "A's limited ring was not served at all"
+	((r1 - r0 <= max)) || fail "A took $((r1 - r0)) frames, more than its limit allows ($max)"
+	(($(a_stat policed) > 0)) || fail "A's queues were never held back" ;;
 packed-batch)
 	q=$(a_queues)
 	grep -q "True more ring slots" <<<"$q" || fail "no queue of A broken by the overrun: $q" ;;
