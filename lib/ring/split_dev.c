@@ -4,6 +4,7 @@
  * iovecs, push used elements and publish them with one index store, decide
  * on notifications. Every value read from the ring is validated.
  */
+#include "inflight.h"
 #include "vq.h"
 
 static inline uint16_t *used_event(struct uvn_vq_dev *vq)
@@ -67,21 +68,17 @@ static int walk(struct uvn_vq_dev *vq, struct uvn_desc *d, struct uvn_chain_walk
 	return 0;
 }
 
-int uvn_split_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
-		      unsigned iov_max)
+/* Pop the chain at @head (read from the avail ring or the in-flight
+ * slice). @return 1, or an error (queue broken). */
+static inline __attribute__((always_inline)) int pop_head(struct uvn_vq_dev *vq, uint16_t head,
+							  struct uvn_vq_chain *ch, struct iovec *iov,
+							  unsigned iov_max)
 {
 	struct uvn_chain_walk w;
 	struct uvn_desc d;
 	unsigned ndesc = 0;
-	uint16_t head;
 	int ret;
 
-	if (vq->split.last_avail == vq->split.shadow_avail) {
-		ret = uvn_split_dev_avail(vq);
-		if (ret <= 0)
-			return ret;
-	}
-	head = uvn_rd16(&vq->split.avail->ring[vq->split.last_avail & (vq->num - 1)]);
 	if (UVN_UNLIKELY(head >= vq->num))
 		return uvn_vq_dev_fail(vq, UVN_VQ_E_HEAD_RANGE);
 	uvn_desc_read_split(&vq->split.desc[head], &d);
@@ -105,9 +102,60 @@ done:
 	vq->held++;
 	ch->id = head;
 	ch->ndesc = (uint16_t)ndesc;
-	vq->split.last_avail++;
 	uvn_stat_inc(&vq->st.bufs);
 	return 1;
+}
+
+/*
+ * With in-flight tracking: the chains a restart left marked come first,
+ * oldest first (they are counted in last_avail already); every chain taken
+ * from the avail ring is marked.
+ */
+static __attribute__((noinline)) int pop_tracked(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch,
+						 struct iovec *iov, unsigned iov_max)
+{
+	struct uvn_inflight *t = vq->inflight;
+	uint16_t head;
+	int ret;
+
+	if (t->next_resubmit < t->nresubmit) {
+		ret = pop_head(vq, t->resubmit[t->next_resubmit], ch, iov, iov_max);
+		if (ret == 1)
+			t->next_resubmit++;
+		return ret;
+	}
+	if (vq->split.last_avail == vq->split.shadow_avail) {
+		ret = uvn_split_dev_avail(vq);
+		if (ret <= 0)
+			return ret;
+	}
+	head = uvn_rd16(&vq->split.avail->ring[vq->split.last_avail & (vq->num - 1)]);
+	ret = pop_head(vq, head, ch, iov, iov_max);
+	if (ret == 1) {
+		vq->split.last_avail++;
+		uvn_inflight_split_mark(t, head);
+	}
+	return ret;
+}
+
+int uvn_split_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
+		      unsigned iov_max)
+{
+	uint16_t head;
+	int ret;
+
+	if (UVN_UNLIKELY(vq->inflight != NULL))
+		return pop_tracked(vq, ch, iov, iov_max);
+	if (vq->split.last_avail == vq->split.shadow_avail) {
+		ret = uvn_split_dev_avail(vq);
+		if (ret <= 0)
+			return ret;
+	}
+	head = uvn_rd16(&vq->split.avail->ring[vq->split.last_avail & (vq->num - 1)]);
+	ret = pop_head(vq, head, ch, iov, iov_max);
+	if (ret == 1)
+		vq->split.last_avail++;
+	return ret;
 }
 
 static void write_used(struct uvn_vq_dev *vq, uint16_t slot, uint16_t id, uint32_t len)
@@ -137,6 +185,8 @@ void uvn_split_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, ui
 	vq->pushed++;
 	uvn_stat_inc(&vq->st.used);
 	vq->staged++;
+	if (UVN_UNLIKELY(vq->inflight != NULL))
+		uvn_inflight_split_push(vq->inflight, (uint16_t)ch->id);
 	if (vq->batch_used) {
 		vq->batch_id = ch->id;
 		vq->batch_len = len;
@@ -179,6 +229,9 @@ bool uvn_split_dev_flush(struct uvn_vq_dev *vq)
 	/* The index must be visible before we read used_event/flags, or the
 	 * driver may sleep on the old index while we skip the notification. */
 	uvn_fence_full();
+	/* Tracked chains are cleared only once the driver can see them used. */
+	if (UVN_UNLIKELY(vq->inflight != NULL))
+		uvn_inflight_split_published(vq->inflight, vq->split.used_idx);
 	return need_notify(vq, vq->split.used_idx);
 }
 

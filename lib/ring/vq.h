@@ -11,6 +11,8 @@
 #include "ring.h"
 #include "util/stats.h"
 
+struct uvn_inflight;
+
 /* Driver-private bookkeeping per head (split) or buffer id (packed). */
 struct uvn_drv_state {
 	void *token;      /* NULL: not in flight */
@@ -83,6 +85,9 @@ struct uvn_vq_dev {
 	int err;
 	uvn_xlate_fn xlate;
 	void *xlate_ctx;
+	/* In-flight tracking (inflight.h), NULL unless the frontend shared a
+	 * region: the only cost to untracked queues is the check. */
+	struct uvn_inflight *inflight;
 	/* staged used elements not yet published */
 	uint16_t staged;
 	/*

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * In-flight tracking of the device half (vhost-user INFLIGHT_SHMFD, QEMU
+ * docs/interop/vhost-user.rst "Inflight I/O tracking"): a region shared
+ * with the frontend, one slice per queue, that outlives the backend
+ * process. Each chain popped is marked in it with a counter that gives the
+ * pop order; each chain published as used is cleared. A backend that
+ * restarts (after a crash) reads its slice back, repairs the last batch
+ * that was being published, and pops the chains still marked again,
+ * oldest first, before it reads new avail entries.
+ *
+ * Only a queue with a tracker attached pays for it: the ring code checks
+ * one pointer. The region belongs to the frontend, so everything read from
+ * it is validated (and read once) at attach; the running tracker never
+ * reads the region back (its batch list is kept privately too).
+ *
+ * Split rings only: a packed ring is refused at attach (UVN_INFLIGHT_E_PACKED).
+ */
+#ifndef UVN_RING_INFLIGHT_H
+#define UVN_RING_INFLIGHT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct uvn_vq_dev;
+
+/* The split layout of vhost-user.rst; fields in host byte order. */
+struct uvn_inflight_desc_split {
+	uint8_t inflight;    /* 1: head popped and not used yet */
+	uint8_t padding[5];
+	uint16_t next;       /* the list of the last batch of used heads */
+	uint64_t counter;    /* pop order */
+};
+
+struct uvn_inflight_split {
+	uint64_t features;   /* 0 */
+	uint16_t version;    /* 1; 0 = never initialised */
+	uint16_t desc_num;   /* queue size */
+	uint16_t last_batch_head;
+	uint16_t used_idx;   /* used->idx once the last batch was cleared */
+	struct uvn_inflight_desc_split desc[];
+};
+
+/* The packed layout (not tracked yet; its size decides the slice size). */
+struct uvn_inflight_desc_packed {
+	uint8_t inflight;
+	uint8_t padding;
+	uint16_t next, last, num;
+	uint64_t counter;
+	uint16_t id, flags;
+	uint32_t len;
+	uint64_t addr;
+};
+
+#define UVN_INFLIGHT_PACKED_HDR 32u
+
+_Static_assert(sizeof(struct uvn_inflight_desc_split) == 16, "split in-flight entry is 16 bytes");
+_Static_assert(sizeof(struct uvn_inflight_split) == 16, "split in-flight header is 16 bytes");
+_Static_assert(sizeof(struct uvn_inflight_desc_packed) == 32, "packed in-flight entry is 32 bytes");
+
+/* Why attach refused a slice (positive codes). */
+enum {
+	UVN_INFLIGHT_OK = 0,
+	UVN_INFLIGHT_E_SMALL,     /* slice too small for the queue size */
+	UVN_INFLIGHT_E_VERSION,   /* version neither 0 nor 1, or features set */
+	UVN_INFLIGHT_E_NUM,       /* desc_num is not the queue size */
+	UVN_INFLIGHT_E_BATCH,     /* used index moved by more than the queue size since used_idx */
+	UVN_INFLIGHT_E_HEAD,      /* a batch list entry >= the queue size */
+	UVN_INFLIGHT_E_FLAG,      /* inflight neither 0 nor 1 */
+	UVN_INFLIGHT_E_COUNTER,   /* two heads with one counter, or a counter at its end */
+	UVN_INFLIGHT_E_PACKED,    /* packed rings are not tracked */
+	UVN_INFLIGHT_E_NOMEM,
+	UVN_INFLIGHT_E_BUSY,      /* chains already popped: attach before the first pop */
+	UVN_INFLIGHT_E__COUNT
+};
+
+/* The tracker of one queue (ring code only). */
+struct uvn_inflight {
+	struct uvn_inflight_split *r;  /* the queue's slice */
+	uint16_t num;
+	uint64_t counter;              /* the last counter given */
+	uint16_t *batch;               /* heads pushed since the last flush */
+	uint16_t nbatch;
+	uint16_t last_head;            /* our copy of last_batch_head */
+	uint16_t *resubmit;            /* heads to pop again, oldest first */
+	uint16_t nresubmit, next_resubmit;
+};
+
+/*
+ * Bytes of one queue's slice for queues of up to @queue_size entries, the
+ * same for both layouts (the larger, 64-byte aligned), so the stride does
+ * not depend on features the frontend may set after asking for the region.
+ * 0 if @queue_size is 0 or above UVN_VQ_MAX_SIZE.
+ */
+size_t uvn_inflight_slice_size(unsigned queue_size);
+
+/*
+ * Attach the slice @region (@len bytes, shared, mapped writable) to @vq,
+ * before its first pop. A slice never used (version 0) is initialised
+ * from the ring's used index; otherwise it is checked, the last batch
+ * repaired against the used index in guest memory, and the chains still
+ * marked queued for pop, oldest first; the queue's next avail index
+ * becomes used index + their number (what a frontend that restarted us
+ * cannot know). @return 0, or a positive UVN_INFLIGHT_E_ code (nothing
+ * attached; the slice may have been partly repaired).
+ */
+int uvn_vq_dev_inflight_attach(struct uvn_vq_dev *vq, void *region, size_t len);
+
+/* Detach and free the tracker (before uvn_vq_dev_destroy()); no-op without one. */
+void uvn_vq_dev_inflight_detach(struct uvn_vq_dev *vq);
+
+/* @return chains still to be popped again from the slice attached last. */
+unsigned uvn_vq_dev_inflight_pending(const struct uvn_vq_dev *vq);
+
+const char *uvn_inflight_strerror(int code);
+
+/* Ring hooks (split_dev.c), only with a tracker. */
+static inline void uvn_inflight_split_mark(struct uvn_inflight *t, uint16_t head)
+{
+	volatile struct uvn_inflight_desc_split *d = &t->r->desc[head];
+
+	/* The counter before the flag: a crash in between leaves it unmarked
+	 * (it was never used either, and is popped again from the avail ring). */
+	d->counter = ++t->counter;
+	d->inflight = 1;
+}
+
+void uvn_inflight_split_push(struct uvn_inflight *t, uint16_t head);
+void uvn_inflight_split_published(struct uvn_inflight *t, uint16_t used_idx);
+
+#endif
