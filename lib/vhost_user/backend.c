@@ -30,14 +30,15 @@ static const vu_handler handlers[VHOST_USER_REQUEST_MAX] = { UVN_VU_REQUESTS(VU_
 	((1ull << VHOST_USER_PROTOCOL_F_MQ) | (1ull << VHOST_USER_PROTOCOL_F_LOG_SHMFD) | \
 	 (1ull << VHOST_USER_PROTOCOL_F_REPLY_ACK) |                                        \
 	 (1ull << VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS) |                              \
-	 (1ull << VHOST_USER_PROTOCOL_F_STATUS))
+	 (1ull << VHOST_USER_PROTOCOL_F_STATUS) |                                           \
+	 (1ull << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
 
 #define STAT(f) UVN_STAT(struct uvn_vu_stats, f)
 const struct uvn_stat_desc uvn_vu_stats_desc[] = {
 	STAT(msgs), STAT(replies), STAT(err_io), STAT(err_header), STAT(err_size),
 	STAT(err_fds), STAT(err_fd_type), STAT(err_unknown), STAT(err_order), STAT(err_index),
 	STAT(err_feature), STAT(err_mem), STAT(err_ring), STAT(err_log), STAT(err_mem_gone),
-	STAT(queues_broken), STAT(fds_unused), STAT(mem_changes), { NULL, 0 },
+	STAT(err_inflight), STAT(queues_broken), STAT(fds_unused), STAT(mem_changes), { NULL, 0 },
 };
 
 /* ------------------------------------------------------------------ errors */
@@ -253,6 +254,7 @@ void uvn_vu_backend_destroy(struct uvn_vu_backend *b)
 	}
 	uvn_mem_destroy(b->mem);
 	vu_log_release(&b->log);
+	vu_inflight_release(b);
 	/* after every mapping that names it is gone */
 	uvn_mem_owner_fini(&b->guard);
 	close_fd(&b->log.fd);
@@ -414,6 +416,8 @@ static void dispatch(struct uvn_vu_backend *b, struct uvn_vu_msg *m)
 		reply.p.u64 = ret ? 1 : 0;
 	}
 	send_reply(b, &reply);
+	/* our copies of fds the reply carried (GET_INFLIGHT_FD) */
+	uvn_vu_msg_close_fds(&reply);
 }
 
 int uvn_vu_backend_handle(struct uvn_vu_backend *b)

@@ -75,7 +75,8 @@ struct uvn_vu_device_ops {
 struct uvn_vu_backend_cfg {
 	uint64_t features;          /* virtio feature bits the device offers (the backend
 				     * adds PROTOCOL_FEATURES and LOG_ALL) */
-	uint64_t protocol_features; /* 0 = MQ, LOG_SHMFD, REPLY_ACK, CONFIGURE_MEM_SLOTS, STATUS */
+	uint64_t protocol_features; /* 0 = MQ, LOG_SHMFD, REPLY_ACK, CONFIGURE_MEM_SLOTS, STATUS,
+				     * INFLIGHT_SHMFD */
 	unsigned queue_num;         /* virtqueues (2 per queue pair, +1 for a control
 				     * queue), 1..256 */
 	const struct uvn_vu_device_ops *ops;
@@ -100,6 +101,7 @@ struct uvn_vu_stats {
 	uint64_t err_ring;      /* ring size, address, base or enable value invalid */
 	uint64_t err_log;       /* dirty log that cannot be used */
 	uint64_t err_mem_gone;  /* guest memory or log shrunk under us (SIGBUS caught) */
+	uint64_t err_inflight;  /* in-flight region unusable: bad description, fd or contents */
 	uint64_t queues_broken;
 	uint64_t fds_unused;    /* fds received and closed unused */
 	uint64_t mem_changes;   /* memory table updates applied */

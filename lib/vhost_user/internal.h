@@ -22,6 +22,14 @@ struct uvn_vu_dirty_log {
 	int fd;           /* eventfd to signal after logging, or -1 */
 };
 
+/* The in-flight region (GET/SET_INFLIGHT_FD): one slice per queue. */
+struct uvn_vu_inflight_map {
+	struct uvn_mem_region reg;  /* map NULL: none */
+	uint16_t num_queues;        /* queues with a slice */
+	uint16_t queue_size;        /* the largest ring a slice holds */
+	size_t slice;               /* bytes per queue */
+};
+
 struct uvn_vu_backend {
 	int fd;
 	char name[64];
@@ -38,6 +46,7 @@ struct uvn_vu_backend {
 	struct uvn_mem *mem;    /* never NULL; empty until the first table */
 	struct uvn_mem_owner guard; /* told when a mapping of ours faults (SIGBUS) */
 	struct uvn_vu_dirty_log log;
+	struct uvn_vu_inflight_map inflight;
 	struct uvn_vu_rx rx;
 	struct uvn_vu_stats st;
 	unsigned queue_num;
@@ -94,6 +103,13 @@ void vu_mem_changed(struct uvn_vu_backend *b);
 
 /* Dirty log teardown (log.c). */
 void vu_log_release(struct uvn_vu_dirty_log *log);
+
+/* In-flight tracking (inflight_msgs.c): attach queue @q's slice, if there
+ * is one, to its fresh device half. @return 0, or -EINVAL (the queue is
+ * broken, counted) */
+int vu_inflight_attach(struct uvn_vu_backend *b, struct uvn_vu_queue *q);
+/* Unmap the region (every ring stopped). */
+void vu_inflight_release(struct uvn_vu_backend *b);
 
 /* Handlers: fill @reply (its size) for requests that answer; @return 0 or <0. */
 #define VU_HANDLER_DECL(name, szr, sz, fdr, rep) \

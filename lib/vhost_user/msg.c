@@ -278,6 +278,11 @@ int uvn_vu_msg_check_reply(const struct uvn_vu_msg *req, const struct uvn_vu_msg
 	if (!info || reply->hdr.flags != (VHOST_USER_REPLY_MASK | VHOST_USER_VERSION) ||
 	    reply->hdr.request != req->hdr.request)
 		return -EPROTO;
+	if (info->reply == UVN_VU_REPLY_INFLIGHT) {
+		if (size != sizeof(struct uvn_vu_inflight))
+			return -EBADMSG;
+		return reply->nfds == (reply->p.inflight.mmap_size ? 1u : 0u) ? 0 : -EBADF;
+	}
 	if (reply->nfds)
 		return -EBADF;
 	switch (info->reply) {
@@ -288,6 +293,8 @@ int uvn_vu_msg_check_reply(const struct uvn_vu_msg *req, const struct uvn_vu_msg
 		return size == sizeof(struct vhost_vring_state) ? 0 : -EBADMSG;
 	case UVN_VU_REPLY_CONFIG:
 		return size == 0 || size == req->hdr.size ? 0 : -EBADMSG;
+	case UVN_VU_REPLY_INFLIGHT:
+		break;
 	}
 	return -EBADMSG;
 }

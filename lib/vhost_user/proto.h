@@ -133,6 +133,16 @@ struct uvn_vu_log {
 	uint64_t mmap_offset;
 };
 
+/* GET/SET_INFLIGHT_FD: the in-flight region (vhost-user.rst "Inflight
+ * description"); 24 bytes as QEMU, DPDK and libvhost-user send it. */
+struct uvn_vu_inflight {
+	uint64_t mmap_size;
+	uint64_t mmap_offset;
+	uint16_t num_queues;
+	uint16_t queue_size;
+	uint32_t padding;
+};
+
 struct uvn_vu_config {
 	uint32_t offset;
 	uint32_t size;
@@ -148,6 +158,7 @@ union uvn_vu_payload {
 	struct uvn_vu_mem_reg mem_reg;
 	struct uvn_vu_log log;
 	struct uvn_vu_config config;
+	struct uvn_vu_inflight inflight;
 };
 
 #define UVN_VU_HDR_SIZE 12u
@@ -162,6 +173,7 @@ _Static_assert(UVN_VU_MEMORY_HDR_SIZE == 8, "memory table header is 8 bytes");
 _Static_assert(sizeof(struct uvn_vu_memory) == 8 + 8 * 32, "memory table is 264 bytes");
 _Static_assert(sizeof(struct uvn_vu_mem_reg) == 40, "single memory region is 40 bytes");
 _Static_assert(sizeof(struct uvn_vu_log) == 16, "log description is 16 bytes");
+_Static_assert(sizeof(struct uvn_vu_inflight) == 24, "inflight description is 24 bytes");
 _Static_assert(UVN_VU_CONFIG_HDR_SIZE == 12, "config header is 12 bytes");
 _Static_assert(sizeof(struct uvn_vu_config) == 12 + 256, "config is 268 bytes");
 _Static_assert(sizeof(union uvn_vu_payload) == 272, "payload union: 268 bytes, 8-aligned");
@@ -188,6 +200,8 @@ enum uvn_vu_reply_rule {
 	UVN_VU_REPLY_U64,    /* always a u64 */
 	UVN_VU_REPLY_STATE,  /* always a vring state */
 	UVN_VU_REPLY_CONFIG, /* always a config (size 0 = failure) */
+	UVN_VU_REPLY_INFLIGHT, /* always an inflight description, with one fd
+				* unless mmap_size is 0 (declined) */
 };
 
 #define U64_SZ sizeof(uint64_t)
@@ -195,12 +209,13 @@ enum uvn_vu_reply_rule {
 #define ADDR_SZ sizeof(struct vhost_vring_addr)
 #define LOG_SZ sizeof(struct uvn_vu_log)
 #define MEMREG_SZ sizeof(struct uvn_vu_mem_reg)
+#define INFLIGHT_SZ sizeof(struct uvn_vu_inflight)
 
 /*
  * X(NAME, size rule, size, fd rule, reply rule); the id is VHOST_USER_##NAME.
  * Requests not listed are refused (their features are never offered: IOTLB,
- * inflight, postcopy, in-band notifications, the backend channel, RARP,
- * MTU, RESET_DEVICE). GET/SET_CONFIG are listed only to be declined well.
+ * postcopy, in-band notifications, the backend channel, RARP, MTU,
+ * RESET_DEVICE). GET/SET_CONFIG are listed only to be declined well.
  */
 #define UVN_VU_REQUESTS(X)                                                        \
 	X(GET_FEATURES,          UVN_VU_SZ_EXACT,  0,         UVN_VU_FD_NONE,      UVN_VU_REPLY_U64)    \
@@ -227,6 +242,8 @@ enum uvn_vu_reply_rule {
 	X(ADD_MEM_REG,           UVN_VU_SZ_EXACT,  MEMREG_SZ, UVN_VU_FD_ONE,       UVN_VU_REPLY_ACK)    \
 	X(REM_MEM_REG,           UVN_VU_SZ_EXACT,  MEMREG_SZ, UVN_VU_FD_OPTIONAL,  UVN_VU_REPLY_ACK)    \
 	X(SET_STATUS,            UVN_VU_SZ_EXACT,  U64_SZ,    UVN_VU_FD_NONE,      UVN_VU_REPLY_ACK)    \
-	X(GET_STATUS,            UVN_VU_SZ_EXACT,  0,         UVN_VU_FD_NONE,      UVN_VU_REPLY_U64)
+	X(GET_STATUS,            UVN_VU_SZ_EXACT,  0,         UVN_VU_FD_NONE,      UVN_VU_REPLY_U64)    \
+	X(GET_INFLIGHT_FD,       UVN_VU_SZ_EXACT,  INFLIGHT_SZ, UVN_VU_FD_NONE,    UVN_VU_REPLY_INFLIGHT) \
+	X(SET_INFLIGHT_FD,       UVN_VU_SZ_EXACT,  INFLIGHT_SZ, UVN_VU_FD_ONE,     UVN_VU_REPLY_ACK)
 
 #endif

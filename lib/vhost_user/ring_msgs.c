@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "ring/inflight.h"
 #include "util/log.h"
 
 #define VIRTIO_ONLY(f) ((f) & ~((1ull << VHOST_USER_F_PROTOCOL_FEATURES) | (1ull << VHOST_F_LOG_ALL)))
@@ -53,6 +54,7 @@ static void drop_dev(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
 		return;
 	vu_queue_pause(b, q);
 	q->base = dev_state(b, q);
+	uvn_vq_dev_inflight_detach(q->dev);
 	uvn_vq_dev_destroy(q->dev);
 	q->dev = NULL;
 }
@@ -140,6 +142,12 @@ static int create_dev(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
 		q->dev = NULL;
 		return vu_queue_error(b, q, &b->st.err_ring, "ring %u: cannot set up the ring", q->idx);
 	}
+	/* A restarted backend resumes from the in-flight region, if shared. */
+	if (vu_inflight_attach(b, q)) {
+		uvn_vq_dev_destroy(q->dev);
+		q->dev = NULL;
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -171,6 +179,7 @@ void vu_queue_stop(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
 	vu_queue_pause(b, q);
 	if (q->dev) {
 		q->base = dev_state(b, q);
+		uvn_vq_dev_inflight_detach(q->dev);
 		uvn_vq_dev_destroy(q->dev);
 		q->dev = NULL;
 	}

@@ -70,22 +70,38 @@ static void fe_guest_init(struct fe *f, uint64_t features)
 	}
 }
 
-void fe_open(struct fe *f, unsigned queues, uint64_t features)
+static void fe_backend(struct fe *f)
 {
 	struct uvn_vu_backend_cfg cfg = {
-		.features = features,
-		.queue_num = queues,
+		.features = f->offered,
+		.queue_num = f->queues,
 		.ops = &dev_ops,
+		.ctx = &f->dev,
 		.name = "test",
 	};
 	int sv[2];
 
-	memset(f, 0, sizeof(*f));
-	cfg.ctx = &f->dev;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	f->sock = sv[0];
 	assert_int_equal(uvn_vu_backend_create(sv[1], &cfg, &f->b), 0);
+}
+
+void fe_open(struct fe *f, unsigned queues, uint64_t features)
+{
+	memset(f, 0, sizeof(*f));
+	f->queues = queues;
+	f->offered = features;
+	fe_backend(f);
 	fe_guest_init(f, features);
+}
+
+void fe_restart(struct fe *f)
+{
+	assert_false(f->external);
+	uvn_vu_backend_destroy(f->b);
+	close(f->sock);
+	memset(&f->dev, 0, sizeof(f->dev));
+	fe_backend(f);
 }
 
 void fe_attach(struct fe *f, int sock, struct uvn_vu_backend *b, uint64_t features)

@@ -40,6 +40,8 @@ struct fe {
 	uint64_t gpa;               /* guest-physical address of mem[0] */
 	uint64_t features;          /* what we negotiate */
 	int kick[FE_QUEUES], call[FE_QUEUES];
+	unsigned queues;            /* the backend's configuration, for fe_restart */
+	uint64_t offered;
 };
 
 /* Socketpair + backend with @queues queues offering @features. */
@@ -47,6 +49,10 @@ void fe_open(struct fe *f, unsigned queues, uint64_t features);
 /* A frontend for a backend someone else created on @sock's peer (a port):
  * fe_send still hands each request to @b directly; fe_close leaves @b alone. */
 void fe_attach(struct fe *f, int sock, struct uvn_vu_backend *b, uint64_t features);
+/* The backend dies (destroyed as it is: nothing drained) and a new one
+ * starts on a new connection; guest memory, eventfds and our negotiated
+ * features stay, the device's view starts over. */
+void fe_restart(struct fe *f);
 /* Destroy the backend (if still alive and ours) and everything of the frontend. */
 void fe_close(struct fe *f);
 
