@@ -263,6 +263,18 @@ void uvn_inflight_split_push(struct uvn_inflight *t, uint16_t head)
 	t->last_head = head;
 }
 
+bool uvn_inflight_split_unpop(struct uvn_inflight *t, uint16_t head)
+{
+	if (t->last_resubmitted) {
+		t->last_resubmitted = false;
+		t->next_resubmit--;
+		return true;
+	}
+	/* Read from the avail ring again later, marked again then. */
+	wr8(&t->r->desc[head].inflight, 0);
+	return false;
+}
+
 void uvn_inflight_split_published(struct uvn_inflight *t, uint16_t used_idx)
 {
 	struct uvn_inflight_split *r = t->r;

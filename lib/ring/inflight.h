@@ -19,6 +19,7 @@
 #ifndef UVN_RING_INFLIGHT_H
 #define UVN_RING_INFLIGHT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -84,6 +85,7 @@ struct uvn_inflight {
 	uint16_t last_head;            /* our copy of last_batch_head */
 	uint16_t *resubmit;            /* heads to pop again, oldest first */
 	uint16_t nresubmit, next_resubmit;
+	bool last_resubmitted;         /* the last pop came from resubmit[] */
 };
 
 /*
@@ -126,6 +128,12 @@ static inline void uvn_inflight_split_mark(struct uvn_inflight *t, uint16_t head
 }
 
 void uvn_inflight_split_push(struct uvn_inflight *t, uint16_t head);
+/*
+ * The chain popped last is given back (uvn_vq_dev_unpop). @return true if
+ * it was one popped again after a restart: it stays marked and is popped
+ * again next, and the avail index must not move back.
+ */
+bool uvn_inflight_split_unpop(struct uvn_inflight *t, uint16_t head);
 void uvn_inflight_split_published(struct uvn_inflight *t, uint16_t used_idx);
 
 #endif

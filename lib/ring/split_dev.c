@@ -120,8 +120,10 @@ static __attribute__((noinline)) int pop_tracked(struct uvn_vq_dev *vq, struct u
 
 	if (t->next_resubmit < t->nresubmit) {
 		ret = pop_head(vq, t->resubmit[t->next_resubmit], ch, iov, iov_max);
-		if (ret == 1)
+		if (ret == 1) {
 			t->next_resubmit++;
+			t->last_resubmitted = true;
+		}
 		return ret;
 	}
 	if (vq->split.last_avail == vq->split.shadow_avail) {
@@ -133,6 +135,7 @@ static __attribute__((noinline)) int pop_tracked(struct uvn_vq_dev *vq, struct u
 	ret = pop_head(vq, head, ch, iov, iov_max);
 	if (ret == 1) {
 		vq->split.last_avail++;
+		t->last_resubmitted = false;
 		uvn_inflight_split_mark(t, head);
 	}
 	return ret;
