@@ -1,0 +1,313 @@
+#!/bin/bash
+# uvnetd_restart: uvnetd is SIGKILLed under running traffic and started
+# again with the same arguments; the traffic must come back by itself.
+# One role after the other (--role picks some), each with one peer:
+#   qemu_server    a Linux guest, QEMU the vhost-user server (server=on),
+#                  uvnetd's port ",client" (uvnetd reconnects)
+#   qemu_client    the same with QEMU the client (reconnect=1), uvnetd
+#                  listening: the restarted uvnetd finds its SIGKILLed
+#                  predecessor's socket file and must take it over
+#   testpmd_server DPDK virtio-user server=1, uvnetd the client
+#   testpmd_client DPDK virtio-user client, uvnetd listening; DPDK's
+#                  client never reconnects, so testpmd plugs the port in
+#                  again (detach, attach) once the new uvnetd runs
+# Guest roles: the guest pings a TAP address in a private netns through
+# uvnetd (switch) every 50 ms; uvnetd dies mid-stream and is down for
+# --down seconds. Asserted: the stream resumes; the replies missing are
+# one gap, no longer than the pings sent from the kill to the first reply
+# after the restart (+2, see loss_ok); the guest logged no TX watchdog
+# timeout and no virtio ring error, its carrier is up at the end.
+# testpmd roles: flowgen on one port, uvnetd in loopback; frames come back.
+# Every role: no error on the new uvnetd's ports, and "restart -> traffic"
+# (uvnetd's start to the first reply or frame back) is printed and at most
+# 2 s, + 1 s (QEMU's reconnect timer) when QEMU is the client.
+#
+# The TAP is persistent and created by the test, as whatever runs uvnetd
+# for real would (its address must outlive the process that serves it).
+#
+# Usage: uvnetd_restart.sh --uvnetd PATH [--test-name NAME] [--role R]...
+#        [--uvnetd-opt OPT]... [--down S] [--vu-args DEVARGS]
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/lib/guest.sh"
+source "$HERE/lib/netns.sh"
+source "$HERE/lib/testpmd.sh"
+source "$HERE/lib/uvnetd.sh"
+
+name=uvnetd_restart down=1 vuargs=
+declare -a roles=() uopts=()
+while (($#)); do
+	case $1 in
+	--uvnetd) UVNETD=$2; shift 2 ;;
+	--test-name) name=$2; shift 2 ;;
+	--role) roles+=("$2"); shift 2 ;;
+	--uvnetd-opt) uopts+=("$2"); shift 2 ;;
+	--down) down=$2; shift 2 ;;
+	--vu-args) vuargs=$2; shift 2 ;;
+	*) echo "unknown option $1" >&2; exit 2 ;;
+	esac
+done
+((${#roles[@]})) || roles=(qemu_server qemu_client testpmd_server testpmd_client)
+
+uvn_test_init "$name"
+uvn_need_root "network namespaces and TAP devices"
+[[ -x "${UVNETD:-}" ]] || uvn_die "--uvnetd PATH: no uvnetd binary"
+
+INTERVAL=0.05 RATE=20   # guest pings: RATE per second
+declare -a SW_ARGS=()
+SW_PID= SW_N=0
+declare -A RESUME_MS=()
+
+now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+
+# sw_start: uvnetd with SW_ARGS, in the netns when NS is set. Unlike
+# uvnetd_start it leaves a socket file where it is: taking over the one a
+# SIGKILLed uvnetd left is part of what is tested.
+sw_start() {
+	local log=$UVN_LOG_DIR/uvnetd-$SW_N.log
+	echo "# $UVNETD ${SW_ARGS[*]} --json -s 1" >"$log"
+	if [[ -n "${NS:-}" ]]; then
+		netns_spawn SW_PID "uvnetd #$SW_N" "$log" "$NS" "$UVNETD" "${SW_ARGS[@]}" --json -s 1
+	else
+		uvn_spawn SW_PID "uvnetd #$SW_N" "$log" /dev/null "$UVNETD" "${SW_ARGS[@]}" --json -s 1
+	fi
+	SW_N=$((SW_N + 1))
+}
+sw_kill9() {
+	kill -KILL "$SW_PID"
+	uvn_reap "$SW_PID" || true
+	uvn_log "uvnetd (pid $SW_PID) SIGKILLed"
+	SW_PID=
+}
+# sw_stop ROLE: SIGTERM the running uvnetd; its final totals must show no
+# error on any port (a ring it could not resume counts as one)
+sw_stop() {
+	local log=$UVN_LOG_DIR/uvnetd-$((SW_N - 1)).log final
+	[[ -n "$SW_PID" ]] || return 0
+	uvn_alive "$SW_PID" || uvn_die "uvnetd (pid $SW_PID) died: $(tail -n 5 "$log")"
+	uvn_kill "$SW_PID" 5
+	SW_PID=
+	grep -v '^{' "$log" | grep -i 'warn\|error\|broken' | sed 's/^/    | /' >&2 || true
+	final=$(grep '"final":true' "$log" | tail -n 1) || uvn_die "$1: uvnetd printed no final totals"
+	uvn_assert_eq "$1: errors on the restarted uvnetd's ports" \
+		"$(grep -o '"errors":[0-9]*' <<<"$final" | awk -F: '{ s += $2 } END { print s + 0 }')" 0
+}
+
+# ---------------------------------------------------------------- guests
+# The console is followed through a read fd (no forks): CON_SEQ is the
+# number of reply lines seen, CON_START set once the stream began.
+CON_FD= CON_PART= CON_SEQ=0 CON_START=0 CON_END=0
+con_open() {
+	exec {CON_FD}<"$1"
+	UVN_HELD_FDS+=("$CON_FD")
+	CON_PART= CON_SEQ=0 CON_START=0 CON_END=0
+}
+con_poll() {
+	local chunk line
+	while IFS= read -r -u "$CON_FD" chunk; do
+		line=${CON_PART}${chunk}
+		CON_PART=
+		case $line in
+		*"bytes from"*seq=*) CON_SEQ=$((CON_SEQ + 1)) ;;
+		"UVN_STREAM start"*) CON_START=1 ;;
+		"UVN_STREAM end"*) CON_END=1 ;;
+		esac
+	done
+	CON_PART+=$chunk
+	return 0
+}
+# con_wait_seq N TIMEOUT_S: until N reply lines were seen (or the stream ended)
+con_wait_seq() {
+	local want=$1 deadline=$((SECONDS + $2))
+	while :; do
+		con_poll
+		((CON_SEQ >= want)) && return 0
+		((CON_END == 0 && SECONDS < deadline)) || return 1
+		uvn_alive "${GUEST_PID[g0]:-0}" || return 1
+		uvn_sleep 0.02
+	done
+}
+
+# loss_ok CONSOLE KILL_MS RESUME_MS: every ping was answered except one
+# gap, and the gap is no longer than the pings sent from the kill to the
+# first reply after the restart, + 2: the request in flight when uvnetd
+# died (sent before the kill, its reply lost), and one for the rounding of
+# a window into whole pings. The host sees that first reply late (console
+# poll, serial output), which only widens the window it allows.
+loss_ok() {
+	local con=$1 window_ms=$(($3 - $2))
+	local allowed=$(((window_ms * RATE + 999) / 1000 + 2))
+	local out
+	out=$(tr -d '\r' <"$con" | awk -v allowed="$allowed" '
+		/bytes from .* seq=/ { for (i = 1; i <= NF; i++) if ($i ~ /^seq=/) { s = substr($i, 5) + 0; got[s] = 1; if (s > max) max = s } }
+		/packets transmitted/ { sent = $1; recv = $4 }
+		END {
+			gaps = 0; lost = 0; first = -1
+			for (s = 0; s < sent; s++) if (!(s in got)) { lost++; if (s == 0 || (s - 1) in got) gaps++; if (first < 0) first = s }
+			printf "sent=%d received=%d lost=%d gaps=%d first_lost=%d allowed=%d\n", sent, recv, lost, gaps, first, allowed
+			exit !(sent > 0 && lost == sent - recv && gaps <= 1 && lost <= allowed)
+		}')
+	local rc=$?
+	uvn_log "ping stream: $out (window ${window_ms} ms at $RATE/s)"
+	return $rc
+}
+
+# qemu_role server|client
+qemu_role() {
+	local mode=$1 role=qemu_$1
+	local sock=$UVN_RUN/$role.sock count=$((RATE * 16))
+	local -a gargs=(--sock "$sock" --ip 198.18.3.2/24 --env PEER=198.18.3.1 --env COUNT=$count
+		--env INTERVAL=$INTERVAL --script "$HERE/guest/ping_stream.sh" --timeout 240)
+	uvn_log "=== $role: ping stream, uvnetd SIGKILLed and restarted after ${down}s"
+	if [[ $mode == server ]]; then
+		SW_ARGS=(--port "vhost-user:$sock,client" --port "tap:$TAP" "${uopts[@]}")
+		guest_start --server "${gargs[@]}"
+		sw_start
+	else
+		SW_ARGS=(--port "vhost-user:$sock" --port "tap:$TAP" "${uopts[@]}")
+		sw_start
+		uvn_wait_for 10 "uvnetd socket" test -S "$sock" || uvn_die "uvnetd did not listen on $sock"
+		# reconnect=1 on the chardev guest.sh made (-set applies to it by id)
+		guest_start "${gargs[@]}" --qemu-arg -set --qemu-arg chardev.chr0.reconnect=1
+	fi
+	local con
+	con=$(guest_dir)/console.log
+	con_open "$con"
+	con_wait_seq $((RATE * 2)) 120 || uvn_die "$role: the ping stream did not start (see $con)"
+	local before t_kill t_start t_resume
+	before=$CON_SEQ
+	t_kill=$(now_ms)
+	sw_kill9
+	uvn_sleep "$down"
+	con_poll
+	before=$CON_SEQ   # replies already on their way at the kill
+	t_start=$(now_ms)
+	sw_start
+	con_wait_seq $((before + 1)) 30 || uvn_die "$role: no reply within 30 s of uvnetd's restart (see $con)"
+	t_resume=$(now_ms)
+	RESUME_MS[$role]=$((t_resume - t_start))
+	uvn_log "$role: restart -> first reply: ${RESUME_MS[$role]} ms (down $((t_start - t_kill)) ms)"
+	local rc=0
+	guest_wait || rc=$?
+	uvn_release_fd "$CON_FD"
+	sw_stop "$role"
+	uvn_assert_eq "$role: guest status" "$rc" 0
+	uvn_check "$role: one gap in the replies, within the outage" loss_ok "$con" "$t_kill" "$t_resume"
+	uvn_assert_eq "$role: guest TX watchdog timeouts" "$(guest_result stream.watchdog)" 0
+	uvn_assert_eq "$role: guest virtio ring errors/warnings" "$(guest_result stream.ring_msgs)" 0
+	uvn_assert_eq "$role: guest carrier at the end" "$(guest_result stream.carrier)" 1
+	uvn_log "$role: guest carrier changes during the stream: $(guest_result stream.carrier_changes)"
+	# 2 s, + QEMU's reconnect timer (reconnect=1) when it is the client
+	local limit
+	[[ $mode == client ]] && limit=3000 || limit=2000
+	uvn_check "$role: restart -> traffic ${RESUME_MS[$role]} ms <= $limit ms" \
+		test "${RESUME_MS[$role]}" -le "$limit"
+}
+
+# --------------------------------------------------------------- testpmd
+tp_rx() { testpmd_stat tp 0 rx_packets; }
+# tp_replug DEVARGS: DPDK's virtio-user as a client never reconnects (its
+# server mode exists for that: DPDK 18.05's release note); the application
+# plugs the port in again once uvnetd listens (its log says it runs).
+tp_replug() {
+	local log=$UVN_LOG_DIR/uvnetd-$((SW_N - 1)).log
+	local t0
+	uvn_wait_for 10 "uvnetd to run" grep -q 'running:' "$log" || uvn_die "uvnetd did not start: $(tail -n 5 "$log")"
+	t0=$(now_ms)
+	testpmd_cmd tp stop >/dev/null
+	testpmd_cmd tp "port stop 0" >/dev/null
+	testpmd_cmd tp "port detach 0" >/dev/null
+	testpmd_cmd tp "port attach net_virtio_user0,path=$1" | grep -i 'attach\|fail\|error' >&2 || true
+	testpmd_cmd tp "port start 0" >/dev/null
+	testpmd_cmd tp start >/dev/null
+	uvn_log "testpmd port 0 detached and attached again ($(($(now_ms) - t0)) ms after uvnetd ran)"
+}
+# tp_role server|client
+testpmd_role() {
+	local mode=$1 role=testpmd_$1
+	local sock=$UVN_RUN/$role.sock vu limit
+	uvn_log "=== $role: flowgen <-> uvnetd loopback, uvnetd SIGKILLed and restarted after ${down}s"
+	vu=$sock${vuargs:+,$vuargs}
+	if [[ $mode == server ]]; then
+		# virtio-user server=1 waits for the backend at start: uvnetd
+		# (client) must be connecting already
+		SW_ARGS=(--port "vhost-user:$sock,client" --forward loopback --cpu 0 "${uopts[@]}")
+		sw_start
+		testpmd_start tp --virtio-user "$vu,server=1" --fwd flowgen --lcores 0@0,1@1
+		limit=2000
+	else
+		SW_ARGS=(--port "vhost-user:$sock" --forward loopback --cpu 0 "${uopts[@]}")
+		sw_start
+		uvn_wait_for 10 "uvnetd socket" test -S "$sock" || uvn_die "uvnetd did not listen on $sock"
+		# closing a port whose backend is gone writes to its dead
+		# socket: without this the SIGPIPE ends testpmd
+		trap '' PIPE
+		# (no link check: "port start" would wait for a link event)
+		testpmd_start tp --virtio-user "$vu" --fwd flowgen --lcores 0@0,1@1 -- --disable-link-check
+		trap - PIPE
+		limit=2000
+	fi
+	testpmd_cmd tp start >/dev/null
+	local r0 r1 t_kill t_start t_resume deadline
+	r0=$(tp_rx)
+	uvn_sleep 1
+	r1=$(tp_rx)
+	((r1 > r0)) || uvn_die "$role: no frames back before the restart ($r0 -> $r1)"
+	uvn_log "$role: $((r1 - r0)) frames back in about 1 s before the kill"
+	t_kill=$(now_ms)
+	sw_kill9
+	uvn_sleep "$down"
+	r0=$(tp_rx)
+	t_start=$(now_ms)
+	sw_start
+	if [[ $mode == client ]]; then
+		tp_replug "$vu"
+		r0=0   # a new port: its counters start at 0
+	fi
+	deadline=$((SECONDS + 20))
+	while r1=$(tp_rx); ((r1 <= r0)); do
+		((SECONDS < deadline)) || break
+		uvn_sleep 0.02
+	done
+	t_resume=$(now_ms)
+	if ((r1 <= r0)); then
+		testpmd_cmd tp "show port info 0" | grep -i 'link status' >&2 || true
+		uvn_die "$role: no frames back within 20 s of uvnetd's restart"
+	fi
+	RESUME_MS[$role]=$((t_resume - t_start))
+	uvn_log "$role: restart -> frames back: ${RESUME_MS[$role]} ms (down $((t_start - t_kill)) ms)"
+	r0=$(tp_rx)
+	uvn_sleep 1
+	r1=$(tp_rx)
+	uvn_log "$role: $((r1 - r0)) frames back in about 1 s after the restart"
+	testpmd_cmd tp stop >/dev/null
+	testpmd_stop tp
+	sw_stop "$role"
+	((r1 > r0)) || uvn_die "$role: frames stopped again after the restart"
+	uvn_check "$role: restart -> traffic ${RESUME_MS[$role]} ms <= $limit ms" \
+		test "${RESUME_MS[$role]}" -le "$limit"
+}
+
+for r in "${roles[@]}"; do
+	case $r in
+	qemu_server | qemu_client)
+		if [[ -z "${NS:-}" ]]; then
+			guest_prepare
+			netns_create NS tap
+			TAP=uvntap0
+			netns_tap "$NS" "$TAP"
+			netns_addr "$NS" "$TAP" 198.18.3.1/24
+		fi
+		qemu_role "${r#qemu_}"
+		;;
+	testpmd_server | testpmd_client)
+		testpmd_prepare
+		NS_SAVE=${NS:-}
+		NS=
+		testpmd_role "${r#testpmd_}"
+		NS=$NS_SAVE
+		;;
+	*) uvn_die "unknown role $r" ;;
+	esac
+done
+for r in "${roles[@]}"; do uvn_log "restart -> traffic, $r: ${RESUME_MS[$r]} ms"; done
