@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "inflight.h"
 #include "vq.h"
 
 #define CACHE_LINE 64
@@ -383,6 +384,9 @@ int uvn_vq_dev_create(const struct uvn_vq_dev_cfg *cfg, struct uvn_vq_dev **out)
 
 void uvn_vq_dev_destroy(struct uvn_vq_dev *vq)
 {
+	if (!vq)
+		return;
+	uvn_vq_dev_inflight_detach(vq);
 	free(vq);
 }
 
@@ -430,6 +434,9 @@ void uvn_vq_dev_unpop(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch)
 	uvn_stat_set(&vq->st.bufs, vq->st.bufs - 1);
 	vq->held = (uint16_t)(vq->held - chain_slots(vq, ch));
 	if (!vq->packed) {
+		/* One popped again after a restart stays marked, first in line. */
+		if (vq->inflight && uvn_inflight_split_unpop(vq->inflight, (uint16_t)ch->id))
+			return;
 		vq->split.last_avail--;
 		return;
 	}
