@@ -1,19 +1,78 @@
 /* SPDX-License-Identifier: MIT */
 /* Guest memory and chain checks shared by the ring fuzzers (fuzz_mem.h). */
 #include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+
+#include <sanitizer/asan_interface.h>
 
 #include "fuzz_mem.h"
 
+/* Room for two fz_mem alive at once (the fuzzers use one). */
+#define POOL (2 * FZ_MEM_MAX_PIECES)
+
+static size_t round_page(size_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (n + pg - 1) / pg * pg;
+}
+
+uint8_t *fz_area_get(struct fz_area *a, size_t cap, size_t len, size_t align)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t end;
+
+	CHECK(!a->p && len <= cap && align && !(align & (align - 1)));
+	if (!a->map) {
+		size_t room = round_page(cap + align);
+		void *m = mmap(NULL, room + 2 * pg, PROT_NONE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		if (m == MAP_FAILED)
+			return NULL;
+		if (mprotect((uint8_t *)m + pg, room, PROT_READ | PROT_WRITE)) {
+			munmap(m, room + 2 * pg);
+			return NULL;
+		}
+		ASAN_POISON_MEMORY_REGION((uint8_t *)m + pg, room);
+		a->map = m;
+		a->cap = room;
+	}
+	CHECK(cap + align <= a->cap);
+	end = (uintptr_t)(a->map + pg + a->cap);
+	a->p = (uint8_t *)((end - len) & ~(uintptr_t)(align - 1));
+	a->len = len;
+	ASAN_UNPOISON_MEMORY_REGION(a->p, len);
+	return a->p;
+}
+
+void fz_area_put(struct fz_area *a)
+{
+	if (!a->p)
+		return;
+	ASAN_POISON_MEMORY_REGION(a->p, a->len);
+	a->p = NULL;
+}
+
 bool fz_mem_add(struct fz_mem *m, uint64_t gpa, uint64_t len)
 {
+	static struct fz_area pool[POOL];
 	struct fz_piece *p;
+	unsigned i;
 
-	if (m->npc == FZ_MEM_MAX_PIECES)
+	if (m->npc == FZ_MEM_MAX_PIECES || len > FZ_MEM_PIECE_CAP)
 		return false;
+	for (i = 0; i < POOL && pool[i].p; i++)
+		;
+	CHECK(i < POOL);
 	p = &m->pc[m->npc];
-	p->host = calloc(1, len);
+	/* 16: the alignment malloc would give. */
+	p->host = fz_area_get(&pool[i], FZ_MEM_PIECE_CAP, len, 16);
 	if (!p->host)
 		return false;
+	memset(p->host, 0, len);
+	p->area = &pool[i];
 	p->gpa = gpa;
 	p->len = len;
 	m->npc++;
@@ -23,7 +82,7 @@ bool fz_mem_add(struct fz_mem *m, uint64_t gpa, uint64_t len)
 void fz_mem_free(struct fz_mem *m)
 {
 	for (unsigned i = 0; i < m->npc; i++)
-		free(m->pc[i].host);
+		fz_area_put(m->pc[i].area);
 	m->npc = 0;
 }
 

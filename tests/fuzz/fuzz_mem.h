@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared by the ring fuzzers: guest memory as mapped pieces (each its own
- * exact-size allocation, so a read or write past one is caught by ASan),
- * the translate callback over them, and the checks every popped chain must
+ * Shared by the ring fuzzers: guest memory as mapped pieces (each in its
+ * own fenced area, so a read or write past one is caught by ASan), the
+ * translate callback over them, and the checks every popped chain must
  * pass.
  */
 #ifndef UVN_FUZZ_MEM_H
@@ -26,10 +26,37 @@
 	} while (0)
 
 #define FZ_MEM_MAX_PIECES 18
+/* The largest piece fz_mem_add maps. */
+#define FZ_MEM_PIECE_CAP 65536u
+
+/*
+ * A buffer kept mapped from one input to the next: mapping, faulting in and
+ * unmapping a fresh allocation per input is most of the time a small input
+ * takes under ASan. The mapping is a PROT_NONE page, room for @cap bytes,
+ * and another PROT_NONE page; the buffer in use ends at the second guard
+ * page (less the slack @align needs, fewer than @align bytes) and
+ * everything else is poisoned, so a byte read or written just past the
+ * buffer or anywhere before it is caught, as a heap redzone would catch it
+ * (and further past it the guard page does, where a redzone stops).
+ */
+struct fz_area {
+	uint8_t *map;  /* the first guard page; NULL before the first use */
+	size_t cap;    /* the room between the guard pages */
+	uint8_t *p;    /* the buffer in use, or NULL */
+	size_t len;
+};
+
+/* The area's buffer of @len bytes (<= @cap, the same @cap every call),
+ * @align-aligned. Its contents are whatever the last input left: the
+ * caller writes every byte. @return NULL when out of memory. */
+uint8_t *fz_area_get(struct fz_area *a, size_t cap, size_t len, size_t align);
+/* Give the buffer back: poisoned again until the next fz_area_get. */
+void fz_area_put(struct fz_area *a);
 
 struct fz_piece {
 	uint64_t gpa, len;
 	uint8_t *host;
+	struct fz_area *area; /* where host lies */
 };
 
 struct fz_mem {
@@ -41,7 +68,8 @@ struct fz_mem {
 	void *on_xlate_ctx;
 };
 
-/* Map @len zeroed bytes at @gpa. @return false when out of memory or pieces. */
+/* Map @len (<= FZ_MEM_PIECE_CAP) zeroed bytes at @gpa, in an area of a pool
+ * kept across inputs. @return false when out of memory or pieces. */
 bool fz_mem_add(struct fz_mem *m, uint64_t gpa, uint64_t len);
 void fz_mem_free(struct fz_mem *m);
 /* uvn_xlate_fn over the pieces; @ctx is the struct fz_mem. */

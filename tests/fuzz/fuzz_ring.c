@@ -123,20 +123,32 @@ static void fill_memory(struct fz *f, const struct fz_hdr *h, const uint8_t **d,
 	*n -= mlen;
 }
 
+/* The ring's area, kept across inputs: room for the largest ring. */
+static struct fz_area ring_area;
+
+static size_t ring_cap(bool packed)
+{
+	struct uvn_vq_layout l;
+
+	CHECK(uvn_vq_layout(packed, packed ? 0x8000 : 1u << 15, &l) == 0);
+	return l.size;
+}
+
 static bool setup_ring(struct fz *f, const struct fz_hdr *h, const uint8_t **d, size_t *n)
 {
-	void *ring;
-	size_t rlen = h->ring_len < *n ? h->ring_len : *n;
+	size_t rlen = h->ring_len < *n ? h->ring_len : *n, copy;
 
 	f->num = f->packed ? (h->qsize & 0x7fffu) + 1 : 1u << (h->qsize & 15);
 	if (uvn_vq_layout(f->packed, f->num, &f->lay))
 		return false;
-	if (posix_memalign(&ring, 64, f->lay.size))
+	/* The ring ends at a guard page, the bytes before it poisoned. */
+	f->ring = fz_area_get(&ring_area, ring_cap(f->packed), f->lay.size, 64);
+	if (!f->ring)
 		return false;
-	f->ring = ring;
 	f->ring_size = f->lay.size;
-	memset(f->ring, 0, f->ring_size);
-	memcpy(f->ring, *d, rlen < f->ring_size ? rlen : f->ring_size);
+	copy = rlen < f->ring_size ? rlen : f->ring_size;
+	memcpy(f->ring, *d, copy);
+	memset(f->ring + copy, 0, f->ring_size - copy);
 	*d += rlen;
 	*n -= rlen;
 	if (f->packed) {
@@ -359,6 +371,6 @@ int fz_run(const uint8_t *data, size_t size, bool packed)
 		run(&f, &h);
 	}
 	fz_mem_free(&f.mem);
-	free(f.ring);
+	fz_area_put(&ring_area);
 	return 0;
 }

@@ -6,8 +6,8 @@
  *   header      FZ_HDR_SIZE bytes, little-endian fields in the order of
  *               struct fz_hdr
  *   pieces      npieces x { le16 len, u8 kind }: consecutive guest-physical
- *               ranges from FZ_GPA_BASE, each a hole or mapped by its own
- *               host allocation (so a read past a piece is caught)
+ *               ranges from FZ_GPA_BASE, each a hole or mapped in its own fenced
+ *               area (so a read past a piece is caught; fuzz_mem.h)
  *   ring        ring_len bytes copied over the ring (split: descriptor
  *               table, avail ring, used ring; packed: descriptor ring and
  *               event areas), the rest zero
