@@ -5,8 +5,9 @@
  * between rounds, against a driver that writes the ring memory at will.
  * After every op the device's positions must stay in range (packed: used
  * and avail position < num), and after every flush the used position must
- * have moved by exactly what was pushed. The ring is one exact-size
- * allocation, so a used element written past it is caught by ASan.
+ * have moved by exactly what was pushed. The ring ends at a guard page
+ * with everything before it poisoned (fz_area), so a used element written
+ * past it is caught by ASan.
  *
  * Input:
  *   [0]     flags: FL_* below
@@ -353,6 +354,17 @@ static void run(struct rw *r)
 		check_flushed(r);
 }
 
+static struct fz_area ring_area;
+
+/* Room for the largest ring either layout takes (num <= 256). */
+static size_t ring_cap(void)
+{
+	struct uvn_vq_layout s, p;
+
+	CHECK(uvn_vq_layout(false, 256, &s) == 0 && uvn_vq_layout(true, 256, &p) == 0);
+	return s.size > p.size ? s.size : p.size;
+}
+
 static bool setup(struct rw *r, const uint8_t *data)
 {
 	uint8_t fl = data[0];
@@ -365,11 +377,13 @@ static bool setup(struct rw *r, const uint8_t *data)
 	r->num = r->packed ? 1u + data[1] : 1u << (data[1] % 9);
 	if (uvn_vq_layout(r->packed, r->num, &r->lay))
 		return false;
-	/* Exact size: a write past the ring lands in ASan's redzone. */
-	r->ring = calloc(1, r->lay.size);
+	/* Kept across inputs, ends at a guard page: a write past the ring
+	 * is caught (16: the alignment calloc gave). */
+	r->ring = fz_area_get(&ring_area, ring_cap(), r->lay.size, 16);
 	r->held = calloc(r->num, sizeof(*r->held));
 	if (!r->ring || !r->held || !fz_mem_add(&r->mem, GPA, MEM_LEN))
 		return false;
+	memset(r->ring, 0, r->lay.size);
 	cfg.num = r->num;
 	cfg.features = 1ull << VIRTIO_F_VERSION_1 |
 		       (r->packed ? 1ull << VIRTIO_F_RING_PACKED : 0) |
@@ -414,6 +428,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uvn_vq_dev_destroy(r.vq);
 	fz_mem_free(&r.mem);
 	free(r.held);
-	free(r.ring);
+	fz_area_put(&ring_area);
 	return 0;
 }
