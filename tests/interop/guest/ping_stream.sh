@@ -9,6 +9,8 @@
 : "${PEER:?PEER not set}"
 COUNT=${COUNT:-400}
 INTERVAL=${INTERVAL:-0.05}
+# the driver starts with one queue pair per vCPU: turn the others on
+[ "${UVN_QUEUES:-1}" -gt 1 ] && ethtool -L "$UVN_IF0" combined "$UVN_QUEUES"
 t=0
 until arping -c 1 -w 1 -I "$UVN_IF0" "$PEER" >/dev/null 2>&1; do
 	t=$((t + 1))
