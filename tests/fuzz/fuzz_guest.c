@@ -22,6 +22,44 @@ static void *xlate_self(void *ctx, uint64_t addr, uint64_t *len)
 	return (void *)(uintptr_t)addr;
 }
 
+/* Largest segment fz_guest_post takes (a frame's last, 16-bit length). */
+#define SEG_CAP 65536u
+
+/*
+ * A guest's memory, kept from one input to the next (allocating and
+ * faulting it in afresh was much of an input's time): the ring, the netdev
+ * queue, and an area per segment of each buffer slot, so the same slot gets
+ * the same addresses in every input (they are the guest addresses too).
+ */
+struct fz_guest_areas {
+	const struct fz_guest *owner;
+	struct fz_area ring, q;
+	struct fz_area seg[FZ_GUEST_NUM][8];
+};
+
+static struct fz_guest_areas *areas_of(const struct fz_guest *g)
+{
+	static struct fz_guest_areas a[2];
+
+	for (unsigned i = 0; i < 2; i++) {
+		if (!a[i].owner)
+			a[i].owner = g;
+		if (a[i].owner == g)
+			return &a[i];
+	}
+	CHECK(!"more than two guests");
+	return NULL;
+}
+
+static size_t ring_cap(void)
+{
+	struct uvn_vq_layout s, p;
+
+	CHECK(uvn_vq_layout(false, FZ_GUEST_NUM, &s) == 0);
+	CHECK(uvn_vq_layout(true, FZ_GUEST_NUM, &p) == 0);
+	return s.size > p.size ? s.size : p.size;
+}
+
 bool fz_guest_init(struct fz_guest *g, uint64_t features, bool tx)
 {
 	bool packed = features & (1ull << VIRTIO_F_RING_PACKED);
@@ -31,12 +69,15 @@ bool fz_guest_init(struct fz_guest *g, uint64_t features, bool tx)
 				     .xlate = xlate_self, .avail_wrap = true, .used_wrap = true };
 
 	memset(g, 0, sizeof(*g));
+	g->areas = areas_of(g);
 	CHECK(uvn_vq_layout(packed, FZ_GUEST_NUM, &l) == 0);
-	if (posix_memalign((void **)&g->ring, 64, l.size))
+	g->ring = fz_area_get(&g->areas->ring, ring_cap(), l.size, 64);
+	if (!g->ring)
 		return false;
-	g->q = calloc(1, sizeof(*g->q));
+	g->q = (void *)fz_area_get(&g->areas->q, sizeof(*g->q), sizeof(*g->q), 64);
 	if (!g->q)
 		return false;
+	memset(g->q, 0, sizeof(*g->q));
 	dc.ring = g->ring;
 	CHECK(uvn_vq_drv_create(&dc, &g->drv) == 0);
 	vc.desc = g->ring + l.desc;
@@ -52,7 +93,7 @@ void fz_guest_release(struct fz_buf *b)
 {
 	CHECK(b->posted); /* a token given back twice */
 	for (unsigned i = 0; i < b->n; i++)
-		free(b->p[i]);
+		fz_area_put(b->area[i]);
 	b->n = 0;
 	b->posted = false;
 }
@@ -68,8 +109,10 @@ void fz_guest_fini(struct fz_guest *g)
 		uvn_vq_dev_destroy(g->dev);
 	if (g->drv)
 		uvn_vq_drv_destroy(g->drv);
-	free(g->q);
-	free(g->ring);
+	if (g->areas) {
+		fz_area_put(&g->areas->q);
+		fz_area_put(&g->areas->ring);
+	}
 }
 
 struct fz_buf *fz_guest_post(struct fz_guest *g, const uint8_t *data, const uint32_t *len,
@@ -85,7 +128,9 @@ struct fz_buf *fz_guest_post(struct fz_guest *g, const uint8_t *data, const uint
 	if (!b)
 		return NULL;
 	for (unsigned i = 0; i < n; i++) {
-		b->p[i] = malloc(len[i]);
+		b->area[i] = &g->areas->seg[b - g->buf][i];
+		/* 16: the alignment malloc gave */
+		b->p[i] = fz_area_get(b->area[i], SEG_CAP, len[i], 16);
 		CHECK(b->p[i]);
 		if (out) {
 			memcpy(b->p[i], data, len[i]);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Shared by the net fuzzers: one guest queue, our driver half and a
- * netdev queue on the device half over the same ring (one exact-size
- * allocation), buffers addressed by their pointers in this process. The
- * guest's buffers are exact-size allocations too, so the device reading or
- * writing past one is caught by ASan.
+ * netdev queue on the device half over the same ring, buffers addressed by
+ * their pointers in this process. The ring, the netdev queue and every
+ * segment of a guest's buffer each end at a guard page with the rest of
+ * their area poisoned (fz_area, kept from one input to the next), so the
+ * device reading or writing past or before one is caught by ASan.
  */
 #ifndef UVN_FUZZ_GUEST_H
 #define UVN_FUZZ_GUEST_H
@@ -15,6 +16,7 @@
 #include <uvnet/pkt.h>
 #include <uvnet/virtqueue.h>
 
+#include "fuzz_mem.h"
 #include "net/device/netdev.h"
 
 #define FZ_GUEST_NUM 64u
@@ -22,22 +24,27 @@
 /* A buffer the guest posted: the token the driver half gives back. */
 struct fz_buf {
 	uint8_t *p[8];   /* the chain's segments */
+	struct fz_area *area[8]; /* where they lie */
 	uint32_t len[8];
 	unsigned n;
 	bool out;        /* device-readable (tx) or writable (rx) */
 	bool posted;
 };
 
+struct fz_guest_areas;
+
 struct fz_guest {
+	struct fz_guest_areas *areas; /* of this guest (by address): kept */
 	uint8_t *ring;
 	struct uvn_vq_drv *drv;
 	struct uvn_vq_dev *dev;
-	struct uvn_netdev_q *q; /* large: allocated */
+	struct uvn_netdev_q *q; /* large: in its own area */
 	uint64_t features;
 	struct fz_buf buf[FZ_GUEST_NUM];
 };
 
-/* @tx: a queue the device reads. @return false when out of memory. */
+/* @tx: a queue the device reads. @return false when out of memory. At
+ * most two guests (by address) in a process. */
 bool fz_guest_init(struct fz_guest *g, uint64_t features, bool tx);
 void fz_guest_fini(struct fz_guest *g);
 /* Post a chain of @n segments of @len[i] bytes, copying @data (readable)
