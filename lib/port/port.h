@@ -66,9 +66,12 @@ struct uvn_port_ops {
 	void (*destroy)(struct uvn_port *p);
 };
 
+/* Names a user gives (name=NAME): printable, no space or comma. */
+#define UVN_PORT_NAME_MAX 63
+
 struct uvn_port {
 	const struct uvn_port_ops *ops;
-	char name[64];
+	char name[128];       /* name=NAME, or the spec's kind and path: vhost-user:PATH, tap:IF */
 	uint16_t id;          /* index in the daemon's port table */
 	uint8_t mac[6];       /* our own MAC for frames we generate (txonly) */
 	uint64_t max_pps;     /* ingress limit: frames/s taken from the port, 0: none */
@@ -92,13 +95,16 @@ struct uvn_port_env {
 
 /*
  * Create ports from their command-line specification:
- *   vhost-user:PATH[,client][,queues=N][,max-kpps=N]   tap:IFNAME[,max-kpps=N]
- * max-kpps limits the frames taken in from the port (thousands per second,
+ *   vhost-user:PATH[,client][,queues=N][,OPTS]   tap:IFNAME[,OPTS]
+ * OPTS (any kind): name=NAME (default: the spec up to its first comma),
+ * max-kpps=N. max-kpps limits the frames taken in from the port (thousands per second,
  * spread evenly over its queues); frames over the limit wait in the peer's
  * ring (the guest sees a slower link), they are not read and dropped.
  * @return 0 or -errno, with a message logged.
  */
 int uvn_port_create(const char *spec, const struct uvn_port_env *env, struct uvn_port **out);
+/* Would @name do as a name=NAME? */
+bool uvn_port_name_ok(const char *name);
 
 /* A vhost-user port: a guest's virtio-net device. */
 struct uvn_vhost_port_cfg {

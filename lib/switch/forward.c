@@ -40,11 +40,25 @@ void uvn_fwd_stats_add(struct uvn_fwd_stats *sum, const struct uvn_fwd_worker *w
 
 int uvn_fwd_add_port(struct uvn_fwd *f, struct uvn_port *p)
 {
-	if (f->nports == UVN_FWD_MAX_PORTS)
+	unsigned i = 0;
+
+	while (i < f->nports && f->ports[i])
+		i++;
+	if (i == UVN_FWD_MAX_PORTS)
 		return -ENOSPC;
-	p->id = (uint16_t)f->nports;
-	f->ports[f->nports++] = p;
+	p->id = (uint16_t)i;
+	f->ports[i] = p;
+	if (i == f->nports)
+		f->nports++;
 	return 0;
+}
+
+void uvn_fwd_del_port(struct uvn_fwd *f, struct uvn_port *p)
+{
+	uvn_fwd_port_down(f, p);
+	f->ports[p->id] = NULL;
+	while (f->nports && !f->ports[f->nports - 1])
+		f->nports--;
 }
 
 void uvn_fwd_port_down(struct uvn_fwd *f, struct uvn_port *p)
@@ -90,7 +104,7 @@ static void do_switch(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_po
 		if (dst == in->id) {
 			uvn_stat_inc(&w->st.filtered);
 			uvn_pkt_free(pkts[i]);
-		} else if (dst != UVN_FDB_NO_PORT && dst < f->nports) {
+		} else if (dst != UVN_FDB_NO_PORT && dst < f->nports && f->ports[dst]) {
 			out[dst].pkts[out[dst].n++] = pkts[i];
 			uvn_stat_inc(&w->st.forwarded);
 		} else {
@@ -98,7 +112,7 @@ static void do_switch(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_po
 			unsigned targets = 0;
 
 			for (unsigned o = 0; o < f->nports; o++) {
-				if (o == in->id)
+				if (o == in->id || !f->ports[o])
 					continue;
 				if (targets++)
 					uvn_pkt_ref(pkts[i]);

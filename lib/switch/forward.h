@@ -33,7 +33,7 @@ struct uvn_fwd_stats {
 /* Shared by every data-path thread; the FDB is lock-free. */
 struct uvn_fwd {
 	enum uvn_fwd_mode mode;
-	struct uvn_port *ports[UVN_FWD_MAX_PORTS];
+	struct uvn_port *ports[UVN_FWD_MAX_PORTS]; /* NULL: a free slot */
 	unsigned nports;
 	struct uvn_fdb fdb;
 	uint32_t txonly_size;
@@ -68,7 +68,12 @@ void uvn_fwd_stats_add(struct uvn_fwd_stats *sum, const struct uvn_fwd_worker *w
 
 int uvn_fwd_init(struct uvn_fwd *f, enum uvn_fwd_mode mode, uint32_t txonly_size);
 void uvn_fwd_fini(struct uvn_fwd *f);
+/* Ports live in slots (p->id): a removed port leaves a hole that the next
+ * one added fills; `nports` is one past the last slot in use. Both only
+ * while no data-path thread forwards. */
 int uvn_fwd_add_port(struct uvn_fwd *f, struct uvn_port *p);
+/* Forget @p and what was learned on it. */
+void uvn_fwd_del_port(struct uvn_fwd *f, struct uvn_port *p);
 
 /* Forward @n frames that came in on port @in; frees them all. */
 void uvn_fwd_burst(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_port *in,

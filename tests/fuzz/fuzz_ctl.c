@@ -41,8 +41,19 @@ static void render(const struct uvnetd_ctl_cmd *c, char *out, size_t n)
 {
 	if (c->op == UVNETD_CTL_SET_ZEROCOPY)
 		snprintf(out, n, "set zerocopy %s", zc_mode[c->zerocopy]);
+	else if (c->op == UVNETD_CTL_ADD_PORT)
+		snprintf(out, n, "add-port %s%s%s", c->spec, c->name ? " name=" : "",
+			 c->name ? c->name : "");
+	else if (c->op == UVNETD_CTL_DEL_PORT)
+		snprintf(out, n, "del-port %s", c->name);
 	else
 		snprintf(out, n, "show %s%s", show_what[c->op], c->json ? " --json" : "");
+}
+
+/* A word of the line: not empty, no separator in it. */
+static bool word(const char *w)
+{
+	return w && *w && !w[strcspn(w, SEP)];
 }
 
 static bool valid(const struct uvnetd_ctl_cmd *c)
@@ -50,8 +61,25 @@ static bool valid(const struct uvnetd_ctl_cmd *c)
 	if (c->error)
 		return false;
 	if (c->op == UVNETD_CTL_SET_ZEROCOPY)
-		return !c->json && c->zerocopy >= 0 && c->zerocopy < 3;
-	return c->op >= UVNETD_CTL_SHOW_PORTS && c->op <= UVNETD_CTL_SHOW_STATS && !c->zerocopy;
+		return !c->json && c->zerocopy >= 0 && c->zerocopy < 3 && !c->spec && !c->name;
+	if (c->op == UVNETD_CTL_ADD_PORT)
+		return !c->json && !c->zerocopy && word(c->spec) && (!c->name || word(c->name));
+	if (c->op == UVNETD_CTL_DEL_PORT)
+		return !c->json && !c->zerocopy && !c->spec && word(c->name);
+	return c->op >= UVNETD_CTL_SHOW_PORTS && c->op <= UVNETD_CTL_SHOW_STATS && !c->zerocopy &&
+	       !c->spec && !c->name;
+}
+
+/* Is @w (words joined by single spaces) an add-port or del-port line? */
+static bool is_port_command(const char *w)
+{
+	const char *a = strchr(w, ' '), *b = a ? strchr(a + 1, ' ') : NULL;
+
+	if (!a || (b && strchr(b + 1, ' ')))
+		return false;
+	if (!strncmp(w, "del-port ", 9))
+		return !b;
+	return !strncmp(w, "add-port ", 9) && (!b || (!strncmp(b + 1, "name=", 5) && b[6]));
 }
 
 /* Is @w the text of a command? */
@@ -59,7 +87,9 @@ static bool is_command(const char *w)
 {
 	char text[64];
 
-	for (int op = 0; op < UVNETD_CTL_NOPS; op++) {
+	if (is_port_command(w))
+		return true;
+	for (int op = 0; op <= UVNETD_CTL_SET_ZEROCOPY; op++) {
 		for (int v = 0; v < 3; v++) {
 			struct uvnetd_ctl_cmd c = { .op = (enum uvnetd_ctl_op)op };
 
@@ -100,7 +130,7 @@ static void words(const char *s, char *out)
 
 static void check_parse(const char *line, size_t len)
 {
-	char *l = malloc(len + 1), *w = malloc(len + 1), text[64];
+	char *l = malloc(len + 1), *w = malloc(len + 1), text[DAEMON_LINE + 16];
 	struct uvnetd_ctl_cmd cmd, again;
 	int r;
 
@@ -118,7 +148,9 @@ static void check_parse(const char *line, size_t len)
 	CHECK(!strcmp(w, text));
 	CHECK(uvnetd_ctl_parse(text, &again) == 0);
 	CHECK(valid(&again) && again.op == cmd.op && again.json == cmd.json &&
-	      again.zerocopy == cmd.zerocopy);
+	      again.zerocopy == cmd.zerocopy && !again.spec == !cmd.spec &&
+	      (!cmd.spec || !strcmp(again.spec, cmd.spec)) && !again.name == !cmd.name &&
+	      (!cmd.name || !strcmp(again.name, cmd.name)));
 out:
 	free(l);
 	free(w);

@@ -70,7 +70,7 @@ uvn_log "informational: iperf3 $(guest_result g0 iperf3.tx.mbps) Mb/s g0->g1," \
 
 # The "dev" counters of a port's guest rx queue(s), summed per field.
 rx_devs() {
-	grep -oE "\"port\":\"vhost:$1\"[^{}]*\"dir\":\"guest_rx\"([^{}]|\{[^{}]*\})*" <<<"$queues" |
+	grep -oE "\"port\":\"vhost-user:$1\"[^{}]*\"dir\":\"guest_rx\"([^{}]|\{[^{}]*\})*" <<<"$queues" |
 		grep -oE "\"dev\":\{[^}]*\}" || true
 }
 field() {   # field DEVS NAME

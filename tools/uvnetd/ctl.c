@@ -6,13 +6,16 @@
  *
  *   show ports|queues|fdb|stats [--json]
  *   set zerocopy on|off|auto
+ *   add-port SPEC [name=NAME]
+ *   del-port NAME
  *
  * An answer that starts with "error:" makes the client exit 1. The line
  * is gathered and parsed by ctl_parse.c, which needs no daemon (fuzzed).
  *
  * The handlers are light (main.c): a client's line is gathered and `show`
  * answered beside the running workers, reading their counters as the
- * stats timer does; `set` parks them for the change alone. Connections
+ * stats timer does; `set`, `add-port` and `del-port` park them for the
+ * change alone (ports.c). Connections
  * are non-blocking, up to UVNETD_CTL_CLIENTS at once (a new one closes
  * the oldest), so a slow client delays neither the data path nor the
  * control thread; only one that does not read its answer gets 200 ms.
@@ -40,14 +43,17 @@ static void show_ports(struct uvnetd *d, FILE *f, bool json)
 {
 	if (json)
 		fputs("{\"ports\":[", f);
-	for (unsigned i = 0; i < d->nports; i++) {
-		struct uvn_port *p = d->ports[i];
-		uint64_t policed = atomic_load_explicit(&p->policed, memory_order_relaxed);
+	for (unsigned i = 0, n = 0; i < d->fwd.nports; i++) {
+		struct uvn_port *p = d->fwd.ports[i];
+		uint64_t policed;
 		struct uvn_port_stats s;
 
+		if (!p)
+			continue;
+		policed = atomic_load_explicit(&p->policed, memory_order_relaxed);
 		p->ops->stats(p, &s);
 		if (json) {
-			fputs(i ? ",{\"name\":" : "{\"name\":", f);
+			fputs(n++ ? ",{\"name\":" : "{\"name\":", f);
 			uvn_json_str(f, p->name);
 			fprintf(f, ",\"kind\":\"%s\",\"queues\":%u,", p->ops->kind, p->ops->nqueues(p));
 			uvn_stats_json(f, &s, uvn_port_stats_desc);
@@ -72,9 +78,9 @@ static void show_queues(struct uvnetd *d, FILE *f, bool json)
 
 	if (json)
 		fputs("{\"queues\":[", f);
-	for (unsigned i = 0; i < d->nports; i++)
-		if (d->ports[i]->ops->dump_queues)
-			d->ports[i]->ops->dump_queues(d->ports[i], f, json, &first);
+	for (unsigned i = 0; i < d->fwd.nports; i++)
+		if (d->fwd.ports[i] && d->fwd.ports[i]->ops->dump_queues)
+			d->fwd.ports[i]->ops->dump_queues(d->fwd.ports[i], f, json, &first);
 	if (json)
 		fputs("]}\n", f);
 }
@@ -91,19 +97,19 @@ static void show_fdb(struct uvnetd *d, FILE *f, bool json)
 		const struct uvn_fdb_entry *e = &fdb->slots[i];
 		double age;
 
-		if (!e->mac || e->port >= d->nports || now - e->seen_ns > fdb->age_ns)
+		if (!e->mac || e->port >= d->fwd.nports || !d->fwd.ports[e->port] || now - e->seen_ns > fdb->age_ns)
 			continue;
 		age = (double)(now - e->seen_ns) / 1e9;
 		if (json) {
 			fprintf(f, "%s{\"mac\":\"%012" PRIx64 "\",\"port\":", first ? "" : ",", e->mac);
-			uvn_json_str(f, d->ports[e->port]->name);
+			uvn_json_str(f, d->fwd.ports[e->port]->name);
 			fprintf(f, ",\"age_s\":%.1f}", age);
 		} else {
 			fprintf(f, "%02x:%02x:%02x:%02x:%02x:%02x  %-40s age %.1f s\n",
 				(unsigned)(e->mac >> 40) & 0xff, (unsigned)(e->mac >> 32) & 0xff,
 				(unsigned)(e->mac >> 24) & 0xff, (unsigned)(e->mac >> 16) & 0xff,
 				(unsigned)(e->mac >> 8) & 0xff, (unsigned)e->mac & 0xff,
-				d->ports[e->port]->name, age);
+				d->fwd.ports[e->port]->name, age);
 		}
 		first = false;
 	}
@@ -138,11 +144,44 @@ static void set_zerocopy(struct uvnetd *d, int m, FILE *f)
 		return;
 	}
 	d->o.zerocopy = m;
-	for (unsigned i = 0; i < d->nports; i++)
-		if (!strcmp(d->ports[i]->ops->kind, "vhost-user"))
-			uvn_port_vhost_set_zerocopy(d->ports[i], m);
+	d->env.zerocopy = m; /* and ports added later */
+	for (unsigned i = 0; i < d->fwd.nports; i++)
+		if (d->fwd.ports[i] && !strcmp(d->fwd.ports[i]->ops->kind, "vhost-user"))
+			uvn_port_vhost_set_zerocopy(d->fwd.ports[i], m);
 	uvnetd_resume(d);
 	fprintf(f, "zerocopy %s\n", uvnetd_ctl_zc_names[m]);
+}
+
+static void add_port(struct uvnetd *d, const struct uvnetd_ctl_cmd *cmd, FILE *f)
+{
+	char spec[UVNETD_CTL_LINE + 8];
+	int r;
+
+	snprintf(spec, sizeof(spec), "%s%s%s", cmd->spec, cmd->name ? ",name=" : "",
+		 cmd->name ? cmd->name : "");
+	r = uvnetd_port_add(d, spec);
+	if (!r)
+		fprintf(f, "port added\n");
+	else if (r == -EINVAL)
+		fprintf(f, "error: bad port spec '%s' (uvnetd --help shows the forms)\n", spec);
+	else if (r == -EEXIST)
+		fputs("error: a port of that name exists\n", f);
+	else if (r == -ECANCELED)
+		fputs("error: uvnetd is stopping\n", f);
+	else
+		fprintf(f, "error: cannot add the port: %s (uvnetd's log says more)\n", strerror(-r));
+}
+
+static void del_port(struct uvnetd *d, const char *name, FILE *f)
+{
+	int r = uvnetd_port_del(d, name);
+
+	if (!r)
+		fputs("port removed\n", f);
+	else if (r == -ENOENT)
+		fputs("error: no such port (show ports lists them)\n", f);
+	else
+		fputs("error: uvnetd is stopping\n", f);
 }
 
 static void execute(struct uvnetd *d, char *line, FILE *f)
@@ -164,6 +203,10 @@ static void execute(struct uvnetd *d, char *line, FILE *f)
 		return show_stats(d, f, cmd.json);
 	case UVNETD_CTL_SET_ZEROCOPY:
 		return set_zerocopy(d, cmd.zerocopy, f);
+	case UVNETD_CTL_ADD_PORT:
+		return add_port(d, &cmd, f);
+	case UVNETD_CTL_DEL_PORT:
+		return del_port(d, cmd.name, f);
 	case UVNETD_CTL_NOPS:
 		break;
 	}
@@ -304,7 +347,9 @@ int uvnetd_ctl_client(int argc, char **argv)
 
 	if (argc < 2) {
 		fputs("usage: uvnetd ctl PATH show ports|queues|fdb|stats [--json]\n"
-		      "       uvnetd ctl PATH set zerocopy on|off|auto\n", stderr);
+		      "       uvnetd ctl PATH set zerocopy on|off|auto\n"
+		      "       uvnetd ctl PATH add-port SPEC [name=NAME]\n"
+		      "       uvnetd ctl PATH del-port NAME\n", stderr);
 		return 2;
 	}
 	for (int i = 1; i < argc; i++) {

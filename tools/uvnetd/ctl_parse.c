@@ -45,19 +45,43 @@ static int parse_set_zerocopy(char **w, unsigned n, struct uvnetd_ctl_cmd *cmd)
 	return -EINVAL;
 }
 
+static int parse_add_port(char **w, unsigned n, struct uvnetd_ctl_cmd *cmd)
+{
+	cmd->error = "add-port SPEC [name=NAME]";
+	if (n < 2 || n > 3 || (n == 3 && (strncmp(w[2], "name=", 5) || !w[2][5])))
+		return -EINVAL;
+	*cmd = (struct uvnetd_ctl_cmd){ .op = UVNETD_CTL_ADD_PORT, .spec = w[1],
+					.name = n == 3 ? w[2] + 5 : NULL };
+	return 0;
+}
+
+static int parse_del_port(char **w, unsigned n, struct uvnetd_ctl_cmd *cmd)
+{
+	cmd->error = "del-port NAME";
+	if (n != 2)
+		return -EINVAL;
+	*cmd = (struct uvnetd_ctl_cmd){ .op = UVNETD_CTL_DEL_PORT, .name = w[1] };
+	return 0;
+}
+
 int uvnetd_ctl_parse(char *line, struct uvnetd_ctl_cmd *cmd)
 {
 	char *save = NULL, *w[MAX_WORDS + 1];
 	unsigned n = 0;
 
 	*cmd = (struct uvnetd_ctl_cmd){
-		.error = "commands: show ports|queues|fdb|stats [--json], set zerocopy on|off|auto"
+		.error = "commands: show ports|queues|fdb|stats [--json], set zerocopy on|off|auto,"
+			 " add-port SPEC [name=NAME], del-port NAME"
 	};
 	/* One word more than any command has is enough to refuse the line. */
 	for (char *t = strtok_r(line, SEP, &save); t && n <= MAX_WORDS; t = strtok_r(NULL, SEP, &save))
 		w[n++] = t;
 	if (n < 2)
 		return -EINVAL;
+	if (!strcmp(w[0], "add-port"))
+		return parse_add_port(w, n, cmd);
+	if (!strcmp(w[0], "del-port"))
+		return parse_del_port(w, n, cmd);
 	if (!strcmp(w[0], "show"))
 		return parse_show(w, n, cmd);
 	if (!strcmp(w[0], "set") && !strcmp(w[1], "zerocopy"))

@@ -7,6 +7,8 @@
  *
  *   show ports|queues|fdb|stats [--json]
  *   set zerocopy on|off|auto
+ *   add-port SPEC [name=NAME]     (SPEC as uvnetd --port takes it)
+ *   del-port NAME
  *
  * Words are separated by spaces, tabs and carriage returns.
  */
@@ -22,6 +24,8 @@ enum uvnetd_ctl_op {
 	UVNETD_CTL_SHOW_FDB,
 	UVNETD_CTL_SHOW_STATS,
 	UVNETD_CTL_SET_ZEROCOPY,
+	UVNETD_CTL_ADD_PORT,
+	UVNETD_CTL_DEL_PORT,
 	UVNETD_CTL_NOPS
 };
 
@@ -29,6 +33,8 @@ struct uvnetd_ctl_cmd {
 	enum uvnetd_ctl_op op;
 	bool json;                    /* show: --json */
 	int zerocopy;                 /* set zerocopy: enum uvn_zc_mode */
+	const char *spec;             /* add-port: SPEC (a word of the line) */
+	const char *name;             /* add-port: NAME or NULL; del-port: NAME */
 	const char *error;            /* refused: the reason for the client (static) */
 };
 

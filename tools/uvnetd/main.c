@@ -83,41 +83,28 @@ static int setup_ports(struct uvnetd *d)
 {
 	struct uvn_pkt_pool_cfg small = { .count = 4096, .buf_size = SMALL_BUF, .name = "tap" };
 	struct uvn_pkt_pool_cfg big = { .count = 256, .buf_size = BIG_BUF, .name = "tap-big" };
-	struct uvn_port_env env = {
-		.loop = d->loop, .poll_mode = d->o.poll, .zerocopy = d->o.zerocopy,
-		.zc_min = d->o.zc_min, .zc_max_held = d->o.zc_max_held,
-	};
 	int r = uvn_pkt_pool_create(&small, &d->small);
 
 	if (!r)
 		r = uvn_pkt_pool_create(&big, &d->big);
 	if (r)
 		return r;
-	env.small = d->small;
-	env.big = d->big;
-	for (unsigned i = 0; i < d->o.nports; i++) {
-		struct uvn_port *p;
-
-		r = uvn_port_create(d->o.port_specs[i], &env, &p);
-		if (r)
-			return r;
-		d->ports[d->nports++] = p;
-		/* locally administered, unique per port: 02:75:76:00:00:<id> */
-		memcpy(p->mac, "\x02\x75\x76\x00\x00", 5);
-		p->mac[5] = (uint8_t)i;
-		r = uvn_fwd_add_port(&d->fwd, p);
-		if (r)
-			return r;
-	}
-	return 0;
+	d->env = (struct uvn_port_env){
+		.loop = d->loop, .small = d->small, .big = d->big, .poll_mode = d->o.poll,
+		.zerocopy = d->o.zerocopy, .zc_min = d->o.zc_min, .zc_max_held = d->o.zc_max_held,
+	};
+	for (unsigned i = 0; !r && i < d->o.nports; i++)
+		r = uvnetd_port_add(d, d->o.port_specs[i]);
+	return r;
 }
 
 static void teardown(struct uvnetd *d)
 {
 	uvnetd_workers_stop(d);
 	uvnetd_ctl_stop(d);
-	for (unsigned i = 0; i < d->nports; i++)
-		d->ports[i]->ops->destroy(d->ports[i]);
+	for (unsigned i = 0; i < d->fwd.nports; i++)
+		if (d->fwd.ports[i])
+			d->fwd.ports[i]->ops->destroy(d->fwd.ports[i]);
 	uvn_fwd_fini(&d->fwd);
 	uvn_pkt_pool_destroy(d->small);
 	uvn_pkt_pool_destroy(d->big);
@@ -159,7 +146,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	d.start_ns = d.last_ns = uvn_now_ns();
-	UVN_INFO("running: %u ports, %u workers, %s mode", d.nports, d.nworkers,
+	UVN_INFO("running: %u ports, %u workers, %s mode", d.fwd.nports, d.nworkers,
 		 d.o.poll ? "poll" : "event");
 	/* The workers were created parked: give them their queues. */
 	if (uvnetd_quiesce(&d))

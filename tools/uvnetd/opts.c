@@ -13,16 +13,19 @@ void uvnetd_usage(FILE *f)
 	fputs("Usage: uvnetd [OPTIONS] --port SPEC [--port SPEC ...]\n"
 	      "       uvnetd ctl PATH show ports|queues|fdb|stats [--json]\n"
 	      "       uvnetd ctl PATH set zerocopy on|off|auto\n"
+	      "       uvnetd ctl PATH add-port SPEC [name=NAME] | del-port NAME\n"
 	      "A vhost-user switch: QEMU guests, DPDK virtio-user and uvnet drivers plug in,\n"
 	      "TAP devices connect it to the host.\n\n"
 	      "Ports:\n"
-	      "  -p, --port vhost-user:PATH[,client][,queues=N][,max-kpps=K]\n"
+	      "  -p, --port vhost-user:PATH[,client][,queues=N][,max-kpps=K][,name=NAME]\n"
 	      "                       a vhost-user socket uvnetd listens on (or connects to and\n"
 	      "                       keeps reconnecting with 'client', for QEMU's server=on);\n"
 	      "                       N queue pairs (default 1)\n"
 	      "  -p, --port tap:IFNAME[,max-kpps=K]  a TAP device (created if missing, IFF_VNET_HDR)\n"
 	      "                       max-kpps: take at most K thousand frames/s in from the\n"
-	      "                       port (the rest wait in the guest's ring; default: no limit)\n\n"
+	      "                       port (the rest wait in the guest's ring; default: no limit)\n"
+	      "                       name=NAME (either kind): the port's name in ctl and stats\n"
+	      "                       (default: the spec up to its first comma)\n\n"
 	      "Forwarding:\n"
 	      "  -f, --forward MODE   switch (default: L2 learning switch), loopback (frames go\n"
 	      "                       back out of their port, MACs swapped), sink (count and\n"
@@ -197,8 +200,9 @@ int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
 		fprintf(stderr, "uvnetd: unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
-	if (!o->nports) {
-		fprintf(stderr, "uvnetd: at least one --port is needed\n");
+	/* With a control socket, ports can come later (add-port). */
+	if (!o->nports && !o->ctl_path) {
+		fprintf(stderr, "uvnetd: at least one --port (or --ctl, to add them later) is needed\n");
 		uvnetd_usage(stderr);
 		return -1;
 	}

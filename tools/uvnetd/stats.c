@@ -55,16 +55,19 @@ void uvnetd_stats_interval(struct uvnetd *d)
 		return;
 	if (d->o.json)
 		printf("{\"t\":%.3f,\"ports\":[", (double)(now - d->start_ns) / 1e9);
-	for (unsigned i = 0; i < d->nports; i++) {
+	for (unsigned i = 0, n = 0; i < d->fwd.nports; i++) {
+		struct uvn_port *p = d->fwd.ports[i];
 		struct uvn_port_stats s;
 		struct rates r;
 
-		d->ports[i]->ops->stats(d->ports[i], &s);
+		if (!p)
+			continue;
+		p->ops->stats(p, &s);
 		r = rates(&s, &d->last[i], secs);
 		if (d->o.json)
-			json_port(i ? "," : "", d->ports[i], &r, &s);
+			json_port(n++ ? "," : "", p, &r, &s);
 		else
-			text_port(d->ports[i], &r, &s);
+			text_port(p, &r, &s);
 		d->last[i] = s;
 	}
 	if (d->o.json)
@@ -81,18 +84,21 @@ void uvnetd_stats_final(struct uvnetd *d)
 		printf("{\"final\":true,\"t\":%.3f,\"ports\":[", secs);
 	else
 		printf("uvnetd: totals after %.1f s\n", secs);
-	for (unsigned i = 0; i < d->nports; i++) {
+	for (unsigned i = 0, n = 0; i < d->fwd.nports; i++) {
+		struct uvn_port *p = d->fwd.ports[i];
 		struct uvn_port_stats s, zero = { 0 };
 		struct rates r;
 
-		d->ports[i]->ops->stats(d->ports[i], &s);
+		if (!p)
+			continue;
+		p->ops->stats(p, &s);
 		r = rates(&s, &zero, secs > 0 ? secs : 1);
 		if (d->o.json) {
-			json_port(i ? "," : "", d->ports[i], &r, &s);
+			json_port(n++ ? "," : "", p, &r, &s);
 		} else {
 			printf("  %-30s rx %" PRIu64 " pkts %" PRIu64 " bytes  tx %" PRIu64
 			       " pkts %" PRIu64 " bytes  drops %" PRIu64 " errors %" PRIu64 "\n",
-			       d->ports[i]->name, s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes,
+			       p->name, s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes,
 			       s.drops, s.errors);
 		}
 	}

@@ -85,9 +85,8 @@ struct uvnetd {
 	struct uvnetd_opts o;
 	struct uvn_loop *loop;        /* control thread */
 	struct uvn_pkt_pool *small, *big; /* TAP rx */
-	struct uvn_fwd fwd;
-	struct uvn_port *ports[UVNETD_MAX_PORTS];
-	unsigned nports;
+	struct uvn_fwd fwd;           /* and its port slots: fwd.ports[0..fwd.nports), NULL: free */
+	struct uvn_port_env env;      /* what a port added at run time gets */
 	struct uvnetd_worker *workers;
 	unsigned nworkers;
 	_Atomic bool pause, stop;
@@ -126,6 +125,15 @@ void uvnetd_stats_interval(struct uvnetd *d);
 void uvnetd_stats_final(struct uvnetd *d);
 /* Forwarding counters summed over workers. */
 void uvnetd_fwd_stats(struct uvnetd *d, struct uvn_fwd_stats *st);
+
+/* Ports by name (ports.c), on the control thread. add: create the port
+ * from its --port spec and start serving it; del: stop serving it and
+ * destroy it. @return 0 or -errno (EEXIST: the name is taken, ENOSPC: no
+ * free slot, ENOENT: no such port, ECANCELED: uvnetd is stopping, others
+ * from creating the port, with the reason logged) */
+struct uvn_port *uvnetd_port_find(struct uvnetd *d, const char *name);
+int uvnetd_port_add(struct uvnetd *d, const char *spec);
+int uvnetd_port_del(struct uvnetd *d, const char *name);
 
 /* Live control socket (ctl.c). */
 int uvnetd_ctl_start(struct uvnetd *d, const char *path);

@@ -334,10 +334,13 @@ void uvnetd_assign(struct uvnetd *d)
 
 	for (unsigned i = 0; i < d->nworkers; i++)
 		release_srcs(&d->workers[i]);
-	for (unsigned i = 0; i < d->nports; i++) {
-		struct uvn_port *p = d->ports[i];
-		unsigned nq = p->ops->nqueues(p);
+	for (unsigned i = 0; i < d->fwd.nports; i++) {
+		struct uvn_port *p = d->fwd.ports[i];
+		unsigned nq;
 
+		if (!p)
+			continue;
+		nq = p->ops->nqueues(p);
 		for (unsigned q = 0; q < nq; q++) {
 			struct uvnetd_worker *w = &d->workers[k++ % d->nworkers];
 			struct uvnetd_src *s;

@@ -13,12 +13,17 @@
  *                                two honest drivers: B broadcasts, C must
  *                                receive throughout (no gap of a second),
  *                                else exit 1
+ *   hostile exact SOCK_B SOCK_C SECS
+ *                                the same, and every frame uvnetd took from
+ *                                B reaches C once and in order (numbered),
+ *                                else exit 1; prints "ready" once both are up
  *
  * The hostile modes print "ready" once the attack runs, and stop after SECS
  * (a bound, in case nobody kills them).
  */
 #include <endian.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,51 +231,93 @@ static struct uvn_drv *honest_open(const char *path, const uint8_t mac[6])
 	return d;
 }
 
+/* B's frames: broadcast, numbered at offset 14. */
+static void fill(struct uvn_pkt **pkts, unsigned k, uint32_t *seq)
+{
+	for (unsigned i = 0; i < k; i++) {
+		uint8_t *f = pkts[i]->seg[0].iov_base;
+
+		memset(f, 0, FRAME_LEN);
+		memset(f, 0xff, 6);
+		memcpy(f + 6, mac_b, 6);
+		f[12] = 0x88;
+		f[13] = 0xb5;
+		memcpy(f + 14, &seq[0], 4);
+		seq[0]++;
+	}
+}
+
+struct tally {
+	uint64_t got, bad;    /* from B; out of order or repeated */
+	uint32_t next;        /* the number expected next */
+	uint64_t last, gap;   /* ms: last frame, longest gap */
+};
+
+static void take(struct uvn_drv *c, struct tally *t)
+{
+	struct uvn_pkt *pkts[32];
+	int n = uvn_rx_burst(c, 0, pkts, 32);
+
+	if (n < 0)
+		die("C: rx", n);
+	for (int i = 0; i < n; i++) {
+		const uint8_t *f = pkts[i]->seg[0].iov_base;
+		uint32_t seq;
+
+		if (!memcmp(f + 6, mac_b, 6)) {
+			memcpy(&seq, f + 14, 4);
+			t->bad += seq != t->next;
+			t->next = seq + 1;
+			t->got++;
+		}
+		uvn_pkt_free(pkts[i]);
+	}
+	if (n > 0)
+		t->last = now_ms();
+	if (now_ms() - t->last > t->gap)
+		t->gap = now_ms() - t->last;
+}
+
 /* B broadcasts small frames; C counts those from B. Fails on any error,
- * on a second without a frame, or on too few frames overall. */
-static int honest(const char *path_b, const char *path_c, unsigned secs)
+ * on a second without a frame, or on too few frames overall; @exact: also
+ * on a frame B sent that C did not get once, in order. */
+static int honest(const char *path_b, const char *path_c, unsigned secs, bool exact)
 {
 	struct uvn_drv *b = honest_open(path_b, mac_b), *c = honest_open(path_c, mac_c);
-	uint64_t start = now_ms(), last = start, end = start + secs * 1000ull, got = 0, gap = 0;
-	struct uvn_pkt *pkts[32];
-	int n;
+	uint64_t start = now_ms(), end = start + secs * 1000ull, sent = 0;
+	struct tally t = { .last = start };
+	struct uvn_pkt *pkts[8];
+	uint32_t seq = 0;
 
+	printf("ready\n");
+	fflush(stdout);
 	while (now_ms() < end) {
 		unsigned k = uvn_drv_tx_alloc(b, 0, pkts, 8, FRAME_LEN);
+		int n;
 
-		for (unsigned i = 0; i < k; i++) {
-			uint8_t *f = pkts[i]->seg[0].iov_base;
-
-			memset(f, 0, FRAME_LEN);
-			memset(f, 0xff, 6);
-			memcpy(f + 6, mac_b, 6);
-			f[12] = 0x88;
-			f[13] = 0xb5;
-		}
+		fill(pkts, k, &seq);
 		n = k ? uvn_tx_burst(b, 0, pkts, k) : 0;
 		if (n < 0)
 			die("B: tx", n);
+		sent += (unsigned)n;
+		/* Not taken: numbers reused, as if never sent. */
+		seq -= k - (unsigned)n;
 		for (unsigned i = (unsigned)n; i < k; i++)
 			uvn_pkt_free(pkts[i]);
-		n = uvn_rx_burst(c, 0, pkts, 32);
-		if (n < 0)
-			die("C: rx", n);
-		for (int i = 0; i < n; i++) {
-			if (!memcmp((uint8_t *)pkts[i]->seg[0].iov_base + 6, mac_b, 6))
-				got++;
-			uvn_pkt_free(pkts[i]);
-		}
-		if (n > 0)
-			last = now_ms();
-		if (now_ms() - last > gap)
-			gap = now_ms() - last;
+		take(c, &t);
 		usleep(1000);
 	}
-	printf("honest: %llu frames B -> C in %u s, longest gap %llu ms\n", (unsigned long long)got,
-	       secs, (unsigned long long)gap);
+	/* What uvnetd took comes out within a moment. */
+	for (uint64_t stop = now_ms() + 500; exact && t.got < sent && now_ms() < stop;)
+		take(c, &t);
+	printf("honest: %llu frames B -> C of %llu sent in %u s, %llu out of order, longest gap %llu ms\n",
+	       (unsigned long long)t.got, (unsigned long long)sent, secs, (unsigned long long)t.bad,
+	       (unsigned long long)t.gap);
 	uvn_drv_close(b);
 	uvn_drv_close(c);
-	return got >= 100 && gap < 1000 ? 0 : 1;
+	if (t.got < 100 || t.gap >= 1000)
+		return 1;
+	return exact && (t.got != sent || t.bad) ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -279,8 +326,8 @@ int main(int argc, char **argv)
 		return kickswap(argv[2], (unsigned)atoi(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "fulltx"))
 		return fulltx(argv[2], (unsigned)atoi(argv[3]));
-	if (argc == 5 && !strcmp(argv[1], "honest"))
-		return honest(argv[2], argv[3], (unsigned)atoi(argv[4]));
-	fprintf(stderr, "usage: hostile kickswap|fulltx SOCK SECS | honest SOCK_B SOCK_C SECS\n");
+	if (argc == 5 && (!strcmp(argv[1], "honest") || !strcmp(argv[1], "exact")))
+		return honest(argv[2], argv[3], (unsigned)atoi(argv[4]), argv[1][0] == 'e');
+	fprintf(stderr, "usage: hostile kickswap|fulltx SOCK SECS | honest|exact SOCK_B SOCK_C SECS\n");
 	return 2;
 }

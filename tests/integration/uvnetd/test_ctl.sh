@@ -23,7 +23,7 @@ for _ in $(seq 50); do [[ -S "$DIR/ctl.sock" ]] && break; sleep 0.1; done
 [[ -S "$DIR/ctl.sock" ]] || fail "no control socket: $(cat "$DIR/log")"
 
 out=$(ctl show ports)
-[[ $(grep -c '^vhost:' <<<"$out") == 2 ]] || fail "show ports: $out"
+[[ $(grep -c '^vhost-user:' <<<"$out") == 2 ]] || fail "show ports: $out"
 grep -q 'rx_packets=0' <<<"$out" || fail "show ports counters: $out"
 grep -q 'b.sock .*max-kpps=300 policed=0' <<<"$out" || fail "show ports limit: $out"
 json=$(ctl show ports --json)
@@ -69,7 +69,7 @@ silent = [conn() for _ in range(10)]
 a = conn()
 a.sendall(b"show sta")
 out = subprocess.run([uvnetd, "ctl", path, "show", "ports"], capture_output=True, text=True, timeout=5)
-assert out.returncode == 0 and out.stdout.count("vhost:") == 2, out
+assert out.returncode == 0 and out.stdout.count("vhost-user:") == 2, out
 a.sendall(b"ts\n")
 ans = b"".join(iter(lambda: a.recv(4096), b"")).decode()
 assert ans.startswith("forwarded "), ans
@@ -132,7 +132,7 @@ for _ in $(seq 50); do [[ -S "$DIR/c.sock" ]] && break; sleep 0.1; done
 ctl() { "$UVNETD" ctl "$DIR/stale.sock" "$@"; }
 "$HOSTILE" honest "$WEIRD" "$DIR/c.sock" 1 >/dev/null || fail "traffic from the oddly named port"
 check_json() { # WHAT JSON PYTHON-CHECK (d: the object, w: the expected name)
-	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); w="vhost:"+sys.argv[2]; '"$3" "$2" "$WEIRD" ||
+	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); w="vhost-user:"+sys.argv[2]; '"$3" "$2" "$WEIRD" ||
 		fail "$1: $2"
 }
 check_json "show ports --json" "$(ctl show ports --json)" 'assert d["ports"][0]["name"]==w, d'

@@ -1,0 +1,87 @@
+#!/bin/bash
+# Ports at run time: uvnetd started with no port (--ctl only), ports added
+# and removed by name with `uvnetd ctl PATH add-port|del-port` while an
+# honest pair B -> C streams numbered frames through the switch. Across
+# 100 add/del cycles of a third port C gets every frame uvnetd took from B,
+# once and in order; a removed port's socket is gone and its name free;
+# removing a port whose frontend keeps its TX ring full leaves uvnetd and
+# the pair alone; bad requests are refused with a reason, changing nothing.
+# Usage: test_ports.sh UVNETD HOSTILE
+set -euo pipefail
+UVNETD=$1 HOSTILE=$2
+DIR=$(mktemp -d /tmp/uvn-ports.XXXXXX)
+PID= HPID= FPID=
+cleanup() {
+	local rc=$?
+	set +e
+	for p in $FPID $HPID $PID; do kill -KILL "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	rm -rf "$DIR"
+	exit "$rc"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; echo "--- uvnetd log:" >&2; tail -20 "$DIR/log" >&2; exit 1; }
+ctl() { timeout 5 "$UVNETD" ctl "$DIR/ctl.sock" "$@"; }
+names() { ctl show ports --json | python3 -c 'import json,sys; print(" ".join(p["name"] for p in json.load(sys.stdin)["ports"]))'; }
+wait_ready() { for _ in $(seq 100); do grep -q ready "$1" && return 0; sleep 0.05; done; return 1; }
+
+"$UVNETD" --ctl "$DIR/ctl.sock" --zerocopy off >"$DIR/log" 2>&1 &
+PID=$!
+for _ in $(seq 100); do [[ -S "$DIR/ctl.sock" ]] && break; sleep 0.05; done
+[[ -S "$DIR/ctl.sock" ]] || fail "uvnetd with --ctl and no port did not start"
+[[ -z $(names) ]] || fail "ports before any was added: $(names)"
+
+ctl add-port "vhost-user:$DIR/b.sock" name=b >/dev/null || fail "add-port b"
+ctl add-port "vhost-user:$DIR/c.sock,name=c" >/dev/null || fail "add-port c (name in the spec)"
+ctl add-port "vhost-user:$DIR/d.sock" >/dev/null || fail "add-port d (default name)"
+[[ $(names) == "b c vhost-user:$DIR/d.sock" ]] || fail "names: $(names)"
+ctl del-port "vhost-user:$DIR/d.sock" >/dev/null || fail "del-port by the default name"
+[[ ! -e $DIR/d.sock ]] || fail "a removed port's socket is left"
+
+# refused, with a reason, nothing changed
+out=$(ctl add-port "vhost-user:$DIR/e.sock" name=b 2>&1) && fail "a second port named b: $out"
+grep -q "name exists" <<<"$out" || fail "no reason: $out"
+[[ ! -e $DIR/e.sock ]] || fail "a refused port left its socket"
+out=$(ctl add-port "vhost-user:$DIR/b.sock" name=b2 2>&1) && fail "a second port on b's socket: $out"
+out=$(ctl add-port "vhost-user:$DIR/f.sock,queues=99" 2>&1) && fail "a bad spec: $out"
+grep -q "bad port spec" <<<"$out" || fail "no reason: $out"
+out=$(ctl add-port "vhost-user:$DIR/f.sock" "name=a b" 2>&1) && fail "a name with a space: $out"
+out=$(ctl del-port nosuch 2>&1) && fail "del-port of no port: $out"
+grep -q "no such port" <<<"$out" || fail "no reason: $out"
+[[ $(names) == "b c" ]] || fail "names after refusals: $(names)"
+
+# the pair streams while a third port comes and goes 100 times
+"$HOSTILE" exact "$DIR/b.sock" "$DIR/c.sock" 6 >"$DIR/pair.out" 2>&1 &
+HPID=$!
+wait_ready "$DIR/pair.out" || fail "the pair did not start: $(cat "$DIR/pair.out")"
+for i in $(seq 100); do
+	ctl add-port "vhost-user:$DIR/x.sock" name=x >/dev/null || fail "cycle $i: add-port x"
+	ctl del-port x >/dev/null || fail "cycle $i: del-port x"
+done
+[[ ! -e $DIR/x.sock ]] || fail "x's socket is left after the cycles"
+rc=0
+wait "$HPID" || rc=$?
+HPID=
+cat "$DIR/pair.out"
+((rc == 0)) || fail "the pair lost frames or stalled while ports came and went"
+
+# a port whose frontend keeps its TX ring full, removed under it
+ctl add-port "vhost-user:$DIR/a.sock,queues=2" name=a >/dev/null || fail "add-port a"
+"$HOSTILE" fulltx "$DIR/a.sock" 10 >"$DIR/a.out" 2>&1 &
+FPID=$!
+wait_ready "$DIR/a.out" || fail "the flooder did not start: $(cat "$DIR/a.out")"
+sleep 0.3
+ctl del-port a >/dev/null || fail "del-port a under load"
+[[ $(names) == "b c" ]] || fail "names after removing a: $(names)"
+"$HOSTILE" exact "$DIR/b.sock" "$DIR/c.sock" 2 >"$DIR/pair2.out" 2>&1 || fail "the pair after a went: $(cat "$DIR/pair2.out")"
+kill -0 "$PID" 2>/dev/null || fail "uvnetd died"
+kill -KILL "$FPID" 2>/dev/null
+wait "$FPID" 2>/dev/null || true
+FPID=
+
+kill -TERM "$PID"
+rc=0
+wait "$PID" || rc=$?
+PID=
+((rc == 0)) || fail "uvnetd exit status $rc"
+[[ ! -e $DIR/b.sock && ! -e $DIR/ctl.sock ]] || fail "sockets left after exit"
+echo "ok: ports added and removed at run time"
