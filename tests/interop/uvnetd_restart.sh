@@ -76,6 +76,11 @@ sw_start() {
 	fi
 	SW_N=$((SW_N + 1))
 }
+# sw_check: fail at once when the uvnetd just started has exited
+sw_check() {
+	[[ -z "$SW_PID" ]] || uvn_alive "$SW_PID" ||
+		uvn_die "uvnetd (pid $SW_PID) exited: $(tail -n 3 "$UVN_LOG_DIR/uvnetd-$((SW_N - 1)).log")"
+}
 sw_kill9() {
 	kill -KILL "$SW_PID"
 	uvn_reap "$SW_PID" || true
@@ -127,6 +132,7 @@ con_wait_seq() {
 		((CON_SEQ >= want)) && return 0
 		((CON_END == 0 && SECONDS < deadline)) || return 1
 		uvn_alive "${GUEST_PID[g0]:-0}" || return 1
+		sw_check
 		uvn_sleep 0.02
 	done
 }
@@ -278,6 +284,7 @@ testpmd_role() {
 	deadline=$((SECONDS + 20))
 	while r1=$(tp_rx); ((r1 <= r0)); do
 		((SECONDS < deadline)) || break
+		sw_check
 		uvn_sleep 0.02
 	done
 	t_resume=$(now_ms)
