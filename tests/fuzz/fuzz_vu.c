@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The frontend's side of a vhost-user socket (fuzz_vu.h). */
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fuzz_vu.h"
@@ -68,15 +70,34 @@ unsigned fz_vu_drain(int sock, uint64_t *u64)
 	}
 }
 
+/*
+ * The directory stays open from one call to the next: opening it, and the
+ * DIR it came with, was a good part of a vhost_user input's time. It is one
+ * of the fds counted, in every count alike; only differences matter.
+ */
 unsigned fz_count_fds(void)
 {
-	DIR *d = opendir("/proc/self/fd");
+	static int dir = -1;
+	static uint64_t buf[2048]; /* 16 KB: one getdents64 most times */
 	unsigned n = 0;
+	long r;
 
-	if (!d)
+	if (dir < 0) {
+		dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dir < 0)
+			abort();
+	}
+	if (lseek(dir, 0, SEEK_SET))
 		abort();
-	while (readdir(d))
-		n++;
-	closedir(d);
+	while ((r = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < r;) {
+			const struct dirent64 *e = (const void *)((const uint8_t *)buf + off);
+
+			n++;
+			off += e->d_reclen;
+		}
+	}
+	if (r < 0)
+		abort();
 	return n;
 }
