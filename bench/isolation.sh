@@ -17,6 +17,9 @@
 # shows them in the last attacked run (broken queues and non-zero error
 # counters), uvnetd's RSS, and the attacker's own summary.
 #
+# port-churn is not an attack but an operator: a port added and removed
+# 100 times over the run (uvnetd ctl add-port/del-port), to show what that
+# costs the pair (issue 14: ports changed live keep >= 95 % of the rate).
 # An attack written ATTACK@K runs with the hostile port limited to K
 # thousand frames/s taken in (uvnetd's max-kpps=K), in both of its runs.
 #
@@ -34,7 +37,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 RUNS=5 SECS=5 WARM=1 SIZE=1518 MODE=event ACPU=1 ASCHED=idle KEEP=0
-ATTACKS="packed-batch stale-ring blocking-fd kick-fd-swap full-tx full-tx@500 memfd-shrink kick-storm msg-flood rx-hoard sparse-mem"
+ATTACKS="packed-batch stale-ring blocking-fd kick-fd-swap full-tx full-tx@500 memfd-shrink kick-storm msg-flood rx-hoard sparse-mem port-churn"
 UVNETD= PERF= HOSTILE=
 while (($#)); do
 	case $1 in
@@ -50,7 +53,7 @@ while (($#)); do
 	--attacker-cpu) ACPU=$2; shift 2 ;;
 	--attacker-sched) ASCHED=$2; shift 2 ;;
 	--keep) KEEP=1; shift ;;
-	-h | --help) sed -n '2,36p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,35p' "$0"; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -145,6 +148,21 @@ exit "$rc"
 WRAP
 chmod +x "$WORK/uvnetd-wrap"
 
+# 100 add/del cycles of a port spread over the run's warm-up and
+# measurement (each cycle starts on its own schedule, a late one at once).
+churn() { # RUNDIR
+	local d=$1 i ok=0 t0 step
+	trap 'echo "rc=0 ops=$ok nacks=$((i - 1 - ok)) errs=0 conn=up note=\"add/del cycles done of $((i - 1)) started (stopped early)\""; exit 0' TERM
+	t0=$(date +%s%N) step=$(((WARM + SECS) * 10000000))
+	for i in $(seq 100); do
+		"$UVNETD" ctl "$d/ctl.sock" add-port "vhost-user:$d/churn.sock" name=churn >/dev/null &&
+			"$UVNETD" ctl "$d/ctl.sock" del-port churn >/dev/null && ok=$((ok + 1))
+		local wait_ns=$((t0 + i * step - $(date +%s%N)))
+		((wait_ns > 0)) && sleep "$(awk -v n="$wait_ns" 'BEGIN{printf "%.3f", n / 1e9}')"
+	done
+	echo "rc=0 ops=$ok nacks=$((100 - ok)) errs=0 conn=up note=\"add/del cycles done of 100\""
+}
+
 N=0 RUN_DIR=
 # one ATTACK|none: one run; RUN_DIR is its dir (perf.json, fate, ... inside).
 # Not in a subshell: PIDS must be ours.
@@ -159,7 +177,13 @@ one() {
 		--driver-cpu 1 >"$d/perf.json" 2>"$d/perf.err" &
 	p=$!
 	PIDS+=("$p")
-	if [[ $a != none ]]; then
+	if [[ $a == port-churn ]]; then
+		for i in $(seq 100); do [[ -S $d/ctl.sock ]] && break; sleep 0.05; done
+		churn "$d" >"$d/hostile.out" 2>"$d/hostile.err" &
+		h=$!
+		PIDS+=("$h")
+		echo "$h" >"$d/hostile.pid"
+	elif [[ $a != none ]]; then
 		for i in $(seq 100); do [[ -S $d/h.sock ]] && break; sleep 0.05; done
 		taskset -c "$ACPU" "${CHRT[@]}" "$HOSTILE" --socket "$d/h.sock" --attack "$a" \
 			--seconds $((WARM + SECS + 60)) >"$d/hostile.out" 2>"$d/hostile.err" &
