@@ -17,7 +17,9 @@
 # in one span no longer than the pings sent from the kill to the first
 # reply after the restart (+2, see loss_ok); the guest logged no TX watchdog
 # timeout and no virtio ring error, its carrier is up at the end.
-# testpmd roles: flowgen on one port, uvnetd in loopback; frames come back.
+# testpmd roles: flowgen on one port, uvnetd in loopback (and --ctl, whose
+# socket is taken over too); frames come back, and once testpmd stops,
+# every buffer the new uvnetd took from either ring went back used.
 # Every role: no error on the new uvnetd's ports, and "restart -> traffic"
 # (uvnetd's start to the first reply or frame back) is printed and at most
 # 2 s, + 1 s (QEMU's reconnect timer) when QEMU is the client.
@@ -223,6 +225,16 @@ qemu_role() {
 
 # --------------------------------------------------------------- testpmd
 tp_rx() { testpmd_stat tp 0 rx_packets; }
+# ring_counts CTL: "dir bufs used" per queue of the running uvnetd
+ring_counts() {
+	"$UVNETD" ctl "$1" show queues --json | python3 -c 'import json, sys
+for q in json.load(sys.stdin)["queues"]:
+    print(q["dir"], q["ring"].get("bufs", 0), q["ring"].get("used", 0))'
+}
+rings_settled() {
+	local out
+	out=$(ring_counts "$1") && [[ -n "$out" ]] && awk '$2 != $3 { exit 1 }' <<<"$out"
+}
 # tp_replug DEVARGS: DPDK's virtio-user as a client never reconnects (its
 # server mode exists for that: DPDK 18.05's release note); the application
 # plugs the port in again once uvnetd listens (its log says it runs).
@@ -242,18 +254,18 @@ tp_replug() {
 # tp_role server|client
 testpmd_role() {
 	local mode=$1 role=testpmd_$1
-	local sock=$UVN_RUN/$role.sock vu limit
+	local sock=$UVN_RUN/$role.sock vu limit CTL=$UVN_RUN/ctl-$role.sock
 	uvn_log "=== $role: flowgen <-> uvnetd loopback, uvnetd SIGKILLed and restarted after ${down}s"
 	vu=$sock${vuargs:+,$vuargs}
 	if [[ $mode == server ]]; then
 		# virtio-user server=1 waits for the backend at start: uvnetd
 		# (client) must be connecting already
-		SW_ARGS=(--port "vhost-user:$sock,client" --forward loopback --cpu 0 "${uopts[@]}")
+		SW_ARGS=(--port "vhost-user:$sock,client" --forward loopback --cpu 0 --ctl "$CTL" "${uopts[@]}")
 		sw_start
 		testpmd_start tp --virtio-user "$vu,server=1" --fwd flowgen --lcores 0@0,1@1
 		limit=2000
 	else
-		SW_ARGS=(--port "vhost-user:$sock" --forward loopback --cpu 0 "${uopts[@]}")
+		SW_ARGS=(--port "vhost-user:$sock" --forward loopback --cpu 0 --ctl "$CTL" "${uopts[@]}")
 		sw_start
 		uvn_wait_for 10 "uvnetd socket" test -S "$sock" || uvn_die "uvnetd did not listen on $sock"
 		# closing a port whose backend is gone writes to its dead
@@ -299,6 +311,11 @@ testpmd_role() {
 	r1=$(tp_rx)
 	uvn_log "$role: $((r1 - r0)) frames back in about 1 s after the restart"
 	testpmd_cmd tp stop >/dev/null
+	# Every buffer the new uvnetd took from testpmd's rings went back used
+	# (the --ctl socket, like the vhost-user one, was taken over too).
+	uvn_wait_for 5 "uvnetd to return every buffer" rings_settled "$CTL" ||
+		uvn_die "$role: uvnetd holds buffers: $("$UVNETD" ctl "$CTL" show queues)"
+	uvn_log "$role: rings after the restart (taken/used): $(ring_counts "$CTL" | tr '\n' ' ')"
 	testpmd_stop tp
 	sw_stop "$role"
 	((r1 > r0)) || uvn_die "$role: frames stopped again after the restart"
