@@ -2,6 +2,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "util/log.h"
@@ -10,13 +12,29 @@ int uvn_log_level = -1;
 
 static const char *const level_name[] = { "error", "warning", "info", "debug" };
 
+/* UVN_LOG: a level's name (or its first letters: err, warn, ...) or its
+ * number 0..3. Anything else is said once, and info it is. */
+static int level_from_env(void)
+{
+	const char *e = getenv("UVN_LOG");
+	size_t n = e ? strlen(e) : 0;
+
+	if (!e || !n)
+		return UVN_LOG_INFO;
+	if (n == 1 && e[0] >= '0' && e[0] <= '3')
+		return e[0] - '0';
+	for (int i = 0; i < 4; i++)
+		if (n >= 3 && !strncasecmp(e, level_name[i], n))
+			return i;
+	fprintf(stderr, "uvnet warning: UVN_LOG=%s: not error, warning, info, debug or 0..3;"
+		" logging at info\n", e);
+	return UVN_LOG_INFO;
+}
+
 static int current_level(void)
 {
-	if (uvn_log_level < 0) {
-		const char *e = getenv("UVN_LOG");
-
-		uvn_log_level = e ? atoi(e) : UVN_LOG_INFO;
-	}
+	if (uvn_log_level < 0)
+		uvn_log_level = level_from_env();
 	return uvn_log_level;
 }
 

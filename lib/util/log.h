@@ -14,7 +14,8 @@
 
 enum uvn_log_level { UVN_LOG_ERR, UVN_LOG_WARN, UVN_LOG_INFO, UVN_LOG_DEBUG };
 
-/* Messages above this level are dropped (default: UVN_LOG_INFO; env UVN_LOG=0..3). */
+/* Messages above this level are dropped (default: UVN_LOG_INFO; env UVN_LOG=
+ * error|warning|info|debug, a prefix of 3 letters or more, or 0..3). */
 extern int uvn_log_level;
 
 void uvn_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <uvnet/version.h>
+
 #include "perf.h"
 #include "proc.h"
 
@@ -31,6 +33,10 @@ int main(int argc, char **argv)
 	keep_cmdline(cmdline, sizeof(cmdline), argc, argv);
 	r = pt_parse(argc, argv, &o, err, sizeof(err));
 
+	if (r == 2) {
+		printf("uvnet-perf %s\n", UVN_VERSION_STRING);
+		return 0;
+	}
 	if (r > 0) {
 		pt_usage(stdout);
 		return 0;

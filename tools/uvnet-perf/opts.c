@@ -78,7 +78,8 @@ void pt_usage(FILE *f)
 	      "Output:\n"
 	      "  -j, --json           one JSON object per test, no progress lines\n"
 	      "  -q, --quiet          no progress lines\n"
-	      "  -h, --help           this text\n",
+	      "  -h, --help           this text\n"
+	      "      --version        the version\n",
 	      f);
 }
 
@@ -229,6 +230,7 @@ static const struct option longopts[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -330,6 +332,8 @@ int pt_parse(int argc, char **argv, struct pt_opts *o, char *err, size_t errlen)
 
 		if (c == 'h')
 			return 1;
+		if (c == 'V')
+			return 2;
 		if (c == '?' || c == ':')
 			return bad(err, errlen, "unknown option or missing value: %s", argv[optind - 1]);
 		r = parse_cfg(c, optarg, o);

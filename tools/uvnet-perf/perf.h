@@ -129,6 +129,7 @@ void pt_bars_init(struct pt_bars *b, const char *file, const char *title, const 
 int pt_plot_bars(const struct pt_opts *o, const struct pt_bars *b);
 
 /* opts.c */
+/* @return 0, 1 (--help), 2 (--version), or -EINVAL with @err filled in */
 int pt_parse(int argc, char **argv, struct pt_opts *o, char *err, size_t errlen);
 void pt_usage(FILE *f);
 void pt_cfg_defaults(struct pt_cfg *c);

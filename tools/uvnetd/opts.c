@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uvnet/version.h>
+
 #include "net/device/netdev.h"
 #include "util/sys.h"
 #include "uvnetd.h"
@@ -49,7 +51,8 @@ void uvnetd_usage(FILE *f)
 	      "  -s, --stats-interval SEC  print per-port rates every SEC seconds\n"
 	      "  -j, --json           stats as one JSON object per interval\n"
 	      "  -q, --quiet          no final totals\n"
-	      "  -h, --help           this text\n\n"
+	      "  -h, --help           this text\n"
+	      "      --version        the version\n\n"
 	      "SIGINT or SIGTERM stop uvnetd; it prints the final totals.\n",
 	      f);
 }
@@ -100,6 +103,7 @@ int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
 		{ "json", no_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -190,6 +194,9 @@ int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
 			break;
 		case 'h':
 			uvnetd_usage(stdout);
+			exit(0);
+		case 'V':
+			printf("uvnetd %s\n", UVN_VERSION_STRING);
 			exit(0);
 		default:
 			uvnetd_usage(stderr);

@@ -111,6 +111,21 @@ for spec in "vhost-user:$DIR/x.sock,max-kpps=0" "vhost-user:$DIR/x.sock,max-kpps
 	grep -q 'max-kpps=N' "$DIR/log2" || fail "no reason given for $spec: $(cat "$DIR/log2")"
 done
 
+# --version; UVN_LOG by name: error hides info, an unknown level is said
+[[ $("$UVNETD" --version) =~ ^uvnetd\ [0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "--version: $("$UVNETD" --version)"
+log_of() { # UVN_LOG value -> what uvnetd --ctl (stopped at once) logged
+	UVN_LOG=$1 "$UVNETD" --ctl "$DIR/log.sock" -q 2>"$DIR/log3" &
+	local p=$!
+	for _ in $(seq 50); do [[ -S $DIR/log.sock ]] && break; sleep 0.05; done
+	kill -TERM "$p"
+	wait "$p"
+	cat "$DIR/log3"
+}
+grep -q "uvnet info: running" <<<"$(log_of info)" || fail "UVN_LOG=info: $(cat "$DIR/log3")"
+grep -q "uvnet info" <<<"$(log_of error)" && fail "UVN_LOG=error still logs info"
+grep -q "uvnet info" <<<"$(log_of err)" && fail "UVN_LOG=err still logs info"
+grep -q "UVN_LOG=loud: not error" <<<"$(log_of loud)" || fail "UVN_LOG=loud was not refused"
+
 # --ctl at a regular file: refused, the file untouched
 echo "precious" >"$DIR/file"
 refused --port "vhost-user:$DIR/x.sock" --ctl "$DIR/file" ||
