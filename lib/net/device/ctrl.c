@@ -76,6 +76,8 @@ unsigned uvn_netdev_ctrl(struct uvn_netdev_q *q, int (*set_pairs)(void *ctx, uns
 			if (ch.in_len) {
 				ack = VIRTIO_NET_ERR;
 				uvn_buf_to_iov(q->iov + ch.nout, ch.nin, 0, &ack, 1);
+				if (UVN_UNLIKELY(q->log_write))
+					q->log_write(q->log_ctx, q->iov[ch.nout].iov_base, 1);
 			}
 			uvn_vq_dev_push(q->vq, &ch, ch.in_len ? 1 : 0);
 		} else {

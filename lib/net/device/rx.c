@@ -172,6 +172,10 @@ static int rx_mergeable(struct uvn_netdev_q *q, struct rx_frame *f)
 	}
 	f->hdr.num_buffers = htole16((uint16_t)k);
 	uvn_buf_to_iov(hdr_iov, nhdr, 0, &f->hdr, UVN_NET_HDR_LEN);
+	/* Logged again now that it holds num_buffers: a page marked before
+	 * its last write may have been sent already. */
+	for (unsigned i = 0; UVN_UNLIKELY(q->log_write) && i < nhdr; i++)
+		q->log_write(q->log_ctx, hdr_iov[i].iov_base, hdr_iov[i].iov_len);
 	for (unsigned i = 0; i < k; i++)
 		uvn_vq_dev_push(q->vq, &chs[i], lens[i]);
 	return RX_OK;
