@@ -148,6 +148,11 @@ int vu_h_SET_INFLIGHT_FD(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct 
 	return ret;
 }
 
+bool vu_inflight_tracks(const struct uvn_vu_backend *b, const struct uvn_vu_queue *q)
+{
+	return b->inflight.reg.map && q->idx < b->inflight.num_queues && !vu_packed(b);
+}
+
 int vu_inflight_attach(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
 {
 	struct uvn_vu_inflight_map *im = &b->inflight;

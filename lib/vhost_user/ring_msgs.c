@@ -137,6 +137,17 @@ static int create_dev(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
 		/* The next used index is the one in guest memory, not our own
 		 * memory of it: the frontend may have restarted us. */
 		cfg.used_idx = le16toh(*(volatile uint16_t *)((uint8_t *)q->device + 2));
+		/* Nor can a frontend know where a backend that died had got to:
+		 * QEMU sends the used index it read back, DPDK's virtio-user 0
+		 * whatever its ring holds. Without an in-flight region, chains
+		 * made available and not used are taken again from the used
+		 * index (a frame may go out twice; no buffer is used twice or
+		 * left behind). With one, vu_inflight_attach() decides. */
+		if (cfg.avail_idx != cfg.used_idx && !vu_inflight_tracks(b, q)) {
+			vu_log(b, UVN_LOG_INFO, "ring %u: base %u, used index %u: resuming from the used index",
+			       q->idx, cfg.avail_idx, cfg.used_idx);
+			cfg.avail_idx = cfg.used_idx;
+		}
 	}
 	if (uvn_vq_dev_create(&cfg, &q->dev) < 0) {
 		q->dev = NULL;

@@ -65,16 +65,23 @@ static uint64_t set_inflight(struct fe *f, const struct uvn_vu_inflight *d, int 
 	return r.p.u64;
 }
 
-static void negotiate_protocol(struct fe *f)
+/* Protocol features: all we are offered, less @without. */
+static void negotiate_protocol_less(struct fe *f, uint64_t without)
 {
 	uint64_t proto;
 
 	(void)fe_get_u64(f, VHOST_USER_GET_FEATURES, 0);
 	proto = fe_get_u64(f, VHOST_USER_GET_PROTOCOL_FEATURES, 0);
 	assert_true(proto & F_INFLIGHT); /* offered by default */
+	proto &= ~without;
 	assert_int_equal(fe_send(f, VHOST_USER_SET_PROTOCOL_FEATURES, VHOST_USER_VERSION, &proto, 8,
 				 NULL, 0), 0);
 	assert_int_equal(fe_send(f, VHOST_USER_SET_OWNER, VHOST_USER_VERSION, NULL, 0, NULL, 0), 0);
+}
+
+static void negotiate_protocol(struct fe *f)
+{
+	negotiate_protocol_less(f, 0);
 }
 
 /* The rest of QEMU's start: features, memory, rings from @base, enabled. */
@@ -218,6 +225,67 @@ static void restart_resubmits_held_chains(void **state)
 	fe_close(&f);
 }
 
+/*
+ * Without a region, a frontend cannot know where a backend that died had
+ * got to: DPDK's virtio-user in server mode sends base 0 whatever its ring
+ * holds. The new backend takes the chains made available and not used
+ * again from the used index in guest memory (its predecessor completed in
+ * order), instead of breaking the ring on an index that moved too far.
+ */
+static void restart_without_region_resumes_from_used(void **state)
+{
+	static const char *const str[] = { "alpha", "bravo", "charlie", "delta" };
+	struct uvn_vq_chain ch[4];
+	struct uvn_vq_done done[8];
+	struct uvn_vq_drv *drv;
+	struct uvn_vu_queue *q;
+	int tokens[4], back[4] = { 0 }, n;
+	struct fe f;
+
+	(void)state;
+	fe_open(&f, FE_QUEUES, F_VERSION_1);
+	negotiate_protocol_less(&f, F_INFLIGHT);
+	start_rings(&f, 0);
+	drv = fe_driver(&f, 0, NUM);
+	for (int i = 0; i < 4; i++) {
+		struct uvn_sg sg = { .addr = f.gpa + 4096 * (i + 1), .len = (uint32_t)strlen(str[i]) + 1 };
+
+		strcpy((char *)f.mem + 4096 * (i + 1), str[i]);
+		assert_int_equal(uvn_vq_drv_add(drv, &sg, 1, 0, &tokens[i], 0), 0);
+	}
+	(void)uvn_vq_drv_kick_prepare(drv);
+	for (int i = 0; i < 3; i++)
+		pop_expect(&f, &ch[i], str[i]);
+	q = uvn_vu_backend_queue(f.b, 0);
+	uvn_vq_dev_push(q->vq, &ch[0], 0);
+	uvn_vq_dev_flush(q->vq);
+	assert_int_equal(uvn_vq_drv_get_used(drv, done, 8), 1);
+	back[0]++;
+
+	/* dies holding bravo and charlie; the frontend restarts it from 0 */
+	fe_restart(&f);
+	negotiate_protocol_less(&f, F_INFLIGHT);
+	start_rings(&f, 0);
+	assert_true(fe_ready(&f, 0));
+	pop_expect(&f, &ch[1], "bravo");
+	pop_expect(&f, &ch[2], "charlie");
+	pop_expect(&f, &ch[3], "delta");
+	q = uvn_vu_backend_queue(f.b, 0);
+	for (int i = 1; i < 4; i++)
+		uvn_vq_dev_push(q->vq, &ch[i], 0);
+	uvn_vq_dev_flush(q->vq);
+	n = uvn_vq_drv_get_used(drv, done, 8);
+	assert_int_equal(n, 3);
+	for (int i = 0; i < n; i++)
+		back[(int *)done[i].token - tokens]++;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(back[i], 1);
+	assert_int_equal(uvn_vq_drv_error(drv), 0);
+	assert_int_equal(st(&f)->queues_broken, 0);
+	uvn_vq_drv_destroy(drv);
+	fe_close(&f);
+}
+
 /* Requests that are declined: a zero-size description back or a NACK,
  * counted, the connection and the rings fine. */
 static void hostile_descriptions(void **state)
@@ -358,6 +426,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(restart_resubmits_held_chains),
+		cmocka_unit_test(restart_without_region_resumes_from_used),
 		cmocka_unit_test(hostile_descriptions),
 		cmocka_unit_test(bad_messages),
 		cmocka_unit_test(hostile_contents),
