@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include <uvnet/pkt.h>
 
@@ -91,18 +92,34 @@ struct uvn_port_env {
 	int zerocopy;                      /* enum uvn_zc_mode */
 	uint32_t zc_min;                   /* auto: frames shorter are copied */
 	unsigned zc_max_held;              /* chains one queue may hold (0: half the ring) */
+	/* The vhost-user sockets listened on, unless the spec says otherwise
+	 * (group=, mode=): their group and mode (false: as created, root's
+	 * and the umask's). */
+	bool set_gid, set_mode;
+	gid_t sock_gid;
+	unsigned sock_mode;
 };
 
 /*
  * Create ports from their command-line specification:
- *   vhost-user:PATH[,client][,queues=N][,OPTS]   tap:IFNAME[,OPTS]
+ *   vhost-user:PATH[,client][,queues=N][,group=G][,mode=M][,OPTS]   tap:IFNAME[,OPTS]
  * OPTS (any kind): name=NAME (default: the spec up to its first comma),
  * max-kpps=N. max-kpps limits the frames taken in from the port (thousands per second,
  * spread evenly over its queues); frames over the limit wait in the peer's
  * ring (the guest sees a slower link), they are not read and dropped.
+ * group= (a name or number) and mode= (octal) set the listening socket's
+ * group and permissions, over the env's; a socket that cannot be given
+ * them refuses the port (not with client: there is no socket of ours).
  * @return 0 or -errno, with a message logged.
  */
 int uvn_port_create(const char *spec, const struct uvn_port_env *env, struct uvn_port **out);
+/* The name the port @spec would have, into @name (@n bytes), without
+ * creating it. Quiet. @return 0, or -EINVAL if @spec does not parse */
+int uvn_port_spec_name(const char *spec, char *name, size_t n);
+/* A socket's group: a group name or a number; its mode: octal, up to 0777.
+ * @return 0, or -EINVAL (no such group, not a mode) */
+int uvn_port_parse_group(const char *s, gid_t *gid);
+int uvn_port_parse_mode(const char *s, unsigned *mode);
 /* Would @name do as a name=NAME? */
 bool uvn_port_name_ok(const char *name);
 

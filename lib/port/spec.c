@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Ports from their command-line form (port.h): vhost-user:PATH[,OPTS] | tap:IFNAME[,OPTS] */
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "port/port.h"
 #include "util/log.h"
@@ -22,6 +25,18 @@ const struct uvn_stat_desc uvn_port_stats_desc[] = {
 struct common {
 	uint64_t pps;
 	const char *name;
+	bool set_gid, set_mode;  /* group=, mode= (a listening vhost-user socket's) */
+	gid_t gid;
+	unsigned mode;
+};
+
+/* A spec taken apart, before anything is created. */
+struct parsed {
+	bool vhost;
+	struct uvn_vhost_port_cfg cfg;  /* vhost */
+	const char *ifname;             /* tap */
+	struct common c;
+	char dflt[300];                 /* the default name, cut to the name's size later */
 };
 
 bool uvn_port_name_ok(const char *name)
@@ -36,7 +51,40 @@ bool uvn_port_name_ok(const char *name)
 	return true;
 }
 
-/* max-kpps=N or name=NAME.
+int uvn_port_parse_group(const char *s, gid_t *gid)
+{
+	char buf[1024], *end;
+	struct group gr, *g = NULL;
+	unsigned long n;
+
+	if (!*s)
+		return -EINVAL;
+	n = strtoul(s, &end, 10);
+	if (!*end && *s != '-' && *s != '+' && n < (gid_t)-1) {
+		*gid = (gid_t)n;
+		return 0;
+	}
+	if (getgrnam_r(s, &gr, buf, sizeof(buf), &g) || !g)
+		return -EINVAL;
+	*gid = g->gr_gid;
+	return 0;
+}
+
+int uvn_port_parse_mode(const char *s, unsigned *mode)
+{
+	char *end;
+	unsigned long m;
+
+	if (*s < '0' || *s > '7')
+		return -EINVAL;
+	m = strtoul(s, &end, 8);
+	if (*end || m > 0777)
+		return -EINVAL;
+	*mode = (unsigned)m;
+	return 0;
+}
+
+/* max-kpps=N, name=NAME, group=G or mode=M.
  * @return 1 if @opt was one (stored in @c), 0 if not, -EINVAL if bad */
 static int parse_common(char *opt, struct common *c)
 {
@@ -46,6 +94,14 @@ static int parse_common(char *opt, struct common *c)
 	if (!strncmp(opt, "name=", 5)) {
 		c->name = opt + 5;
 		return uvn_port_name_ok(c->name) ? 1 : -EINVAL;
+	}
+	if (!strncmp(opt, "group=", 6)) {
+		c->set_gid = true;
+		return uvn_port_parse_group(opt + 6, &c->gid) ? -EINVAL : 1;
+	}
+	if (!strncmp(opt, "mode=", 5)) {
+		c->set_mode = true;
+		return uvn_port_parse_mode(opt + 5, &c->mode) ? -EINVAL : 1;
 	}
 	if (strncmp(opt, "max-kpps=", 9))
 		return 0;
@@ -79,7 +135,8 @@ static int parse_vhost(char *args, struct uvn_vhost_port_cfg *cfg, struct common
 			return -EINVAL;
 		}
 	}
-	return 0;
+	/* A client's socket is QEMU's: not ours to chown. */
+	return cfg->client && (c->set_gid || c->set_mode) ? -EINVAL : 0;
 }
 
 /* tap:IFNAME[,OPTS]: the name ends at the first comma. */
@@ -92,44 +149,102 @@ static int parse_tap(char *args, struct common *c)
 	while ((opt = strtok_r(NULL, ",", &save)))
 		if (parse_common(opt, c) <= 0)
 			return -EINVAL;
-	return 0;
+	return c->set_gid || c->set_mode ? -EINVAL : 0;
 }
 
 /* A default name longer than a socket path can be is cut. */
-static void set_name(struct uvn_port *p, const char *name)
+static void set_name(char *dst, size_t size, const char *name)
 {
 	size_t n = strlen(name);
 
-	if (n >= sizeof(p->name))
-		n = sizeof(p->name) - 1;
-	memcpy(p->name, name, n);
-	p->name[n] = 0;
+	if (n >= size)
+		n = size - 1;
+	memcpy(dst, name, n);
+	dst[n] = 0;
+}
+
+/* Take @buf (a copy of the spec) apart, in place. @return 0 or -EINVAL */
+static int parse(char *buf, struct parsed *ps)
+{
+	memset(ps, 0, sizeof(*ps));
+	if (!strncmp(buf, "vhost-user:", 11)) {
+		ps->vhost = true;
+		if (parse_vhost(buf + 11, &ps->cfg, &ps->c))
+			return -EINVAL;
+		snprintf(ps->dflt, sizeof(ps->dflt), "vhost-user:%s", ps->cfg.path);
+		return 0;
+	}
+	if (!strncmp(buf, "tap:", 4) && buf[4] && buf[4] != ',') {
+		if (parse_tap(buf + 4, &ps->c))
+			return -EINVAL;
+		ps->ifname = buf + 4;
+		snprintf(ps->dflt, sizeof(ps->dflt), "tap:%s", ps->ifname);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* The listening socket's group and mode: the spec's, else the env's. */
+static int own_socket(const struct parsed *ps, const struct uvn_port_env *env, const char *name)
+{
+	const char *path = ps->cfg.path;
+	bool set_gid = ps->c.set_gid || env->set_gid, set_mode = ps->c.set_mode || env->set_mode;
+	gid_t gid = ps->c.set_gid ? ps->c.gid : env->sock_gid;
+	unsigned mode = ps->c.set_mode ? ps->c.mode : env->sock_mode;
+	int r;
+
+	if (!ps->vhost || ps->cfg.client)
+		return 0;
+	if (set_gid && chown(path, (uid_t)-1, gid)) {
+		r = -errno;
+		UVN_ERR("port %s: socket %s: cannot give it group %u: %s", name, path,
+			(unsigned)gid, strerror(-r));
+		return r;
+	}
+	if (set_mode && chmod(path, mode)) {
+		r = -errno;
+		UVN_ERR("port %s: socket %s: cannot give it mode %04o: %s", name, path, mode,
+			strerror(-r));
+		return r;
+	}
+	return 0;
 }
 
 /* @return 0, -errno from creating it, or 1 if @buf does not parse */
 static int create(char *buf, const struct uvn_port_env *env, struct uvn_port **out)
 {
-	struct common c = { 0 };
-	char dflt[300]; /* cut to the name's size below */
-	int r = 1;
+	struct parsed ps;
+	int r;
 
-	if (!strncmp(buf, "vhost-user:", 11)) {
-		struct uvn_vhost_port_cfg cfg = { 0 };
-
-		if (parse_vhost(buf + 11, &cfg, &c))
-			return 1;
-		snprintf(dflt, sizeof(dflt), "vhost-user:%s", cfg.path);
-		r = uvn_port_vhost_create(&cfg, env, out);
-	} else if (!strncmp(buf, "tap:", 4) && buf[4] && buf[4] != ',') {
-		if (parse_tap(buf + 4, &c))
-			return 1;
-		snprintf(dflt, sizeof(dflt), "tap:%s", buf + 4);
-		r = uvn_port_tap_create(buf + 4, env->loop, env->small, env->big, out);
-	}
+	if (parse(buf, &ps))
+		return 1;
+	if (ps.vhost)
+		r = uvn_port_vhost_create(&ps.cfg, env, out);
+	else
+		r = uvn_port_tap_create(ps.ifname, env->loop, env->small, env->big, out);
 	if (r)
 		return r;
-	(*out)->max_pps = c.pps;
-	set_name(*out, c.name ? c.name : dflt);
+	(*out)->max_pps = ps.c.pps;
+	set_name((*out)->name, sizeof((*out)->name), ps.c.name ? ps.c.name : ps.dflt);
+	r = own_socket(&ps, env, (*out)->name);
+	if (r) {
+		(*out)->ops->destroy(*out);
+		*out = NULL;
+	}
+	return r;
+}
+
+int uvn_port_spec_name(const char *spec, char *name, size_t n)
+{
+	char buf[256];
+	struct parsed ps;
+
+	if (strlen(spec) >= sizeof(buf) || !n)
+		return -EINVAL;
+	strcpy(buf, spec);
+	if (parse(buf, &ps))
+		return -EINVAL;
+	set_name(name, n, ps.c.name ? ps.c.name : ps.dflt);
 	return 0;
 }
 
@@ -144,8 +259,10 @@ int uvn_port_create(const char *spec, const struct uvn_port_env *env, struct uvn
 	}
 	if (r <= 0)
 		return r;
-	UVN_ERR("bad port '%s': expected vhost-user:PATH[,client][,queues=N][,OPTS] or"
-		" tap:IFNAME[,OPTS], OPTS: max-kpps=N (1..%d), name=NAME (up to %d printable"
-		" characters, no space or comma)", spec, MAX_KPPS, UVN_PORT_NAME_MAX);
+	UVN_ERR("bad port '%s': expected vhost-user:PATH[,client][,queues=N][,group=G][,mode=M][,OPTS]"
+		" or tap:IFNAME[,OPTS], OPTS: max-kpps=N (1..%d), name=NAME (up to %d printable"
+		" characters, no space or comma); group= (a group name or number) and mode="
+		" (octal, up to 0777) only for a socket uvnetd listens on", spec, MAX_KPPS,
+		UVN_PORT_NAME_MAX);
 	return -EINVAL;
 }

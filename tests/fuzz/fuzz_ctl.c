@@ -15,7 +15,7 @@
  * byte too many; at the end of the stream a partial line is the line and
  * no bytes at all are nothing; after that every call returns -EALREADY
  * and changes nothing. A parsed command is one of the grammar's: its
- * canonical text, rendered here, is the line's words, and parses back to
+ * canonical text, rendered here (save [FILE] among them), is the line's words, and parses back to
  * the same command; a line whose words are a command's is never refused.
  */
 #include <errno.h>
@@ -46,6 +46,8 @@ static void render(const struct uvnetd_ctl_cmd *c, char *out, size_t n)
 			 c->name ? c->name : "");
 	else if (c->op == UVNETD_CTL_DEL_PORT)
 		snprintf(out, n, "del-port %s", c->name);
+	else if (c->op == UVNETD_CTL_SAVE)
+		snprintf(out, n, "save%s%s", c->path ? " " : "", c->path ? c->path : "");
 	else
 		snprintf(out, n, "show %s%s", show_what[c->op], c->json ? " --json" : "");
 }
@@ -60,6 +62,10 @@ static bool valid(const struct uvnetd_ctl_cmd *c)
 {
 	if (c->error)
 		return false;
+	if (c->op == UVNETD_CTL_SAVE)
+		return !c->json && !c->zerocopy && !c->spec && !c->name && (!c->path || word(c->path));
+	if (c->path)
+		return false;
 	if (c->op == UVNETD_CTL_SET_ZEROCOPY)
 		return !c->json && c->zerocopy >= 0 && c->zerocopy < 3 && !c->spec && !c->name;
 	if (c->op == UVNETD_CTL_ADD_PORT)
@@ -70,11 +76,13 @@ static bool valid(const struct uvnetd_ctl_cmd *c)
 	       !c->spec && !c->name;
 }
 
-/* Is @w (words joined by single spaces) an add-port or del-port line? */
+/* Is @w (words joined by single spaces) an add-port, del-port or save line? */
 static bool is_port_command(const char *w)
 {
 	const char *a = strchr(w, ' '), *b = a ? strchr(a + 1, ' ') : NULL;
 
+	if (!strcmp(w, "save") || (!strncmp(w, "save ", 5) && !b))
+		return true;
 	if (!a || (b && strchr(b + 1, ' ')))
 		return false;
 	if (!strncmp(w, "del-port ", 9))
@@ -150,7 +158,8 @@ static void check_parse(const char *line, size_t len)
 	CHECK(valid(&again) && again.op == cmd.op && again.json == cmd.json &&
 	      again.zerocopy == cmd.zerocopy && !again.spec == !cmd.spec &&
 	      (!cmd.spec || !strcmp(again.spec, cmd.spec)) && !again.name == !cmd.name &&
-	      (!cmd.name || !strcmp(again.name, cmd.name)));
+	      (!cmd.name || !strcmp(again.name, cmd.name)) && !again.path == !cmd.path &&
+	      (!cmd.path || !strcmp(again.path, cmd.path)));
 out:
 	free(l);
 	free(w);

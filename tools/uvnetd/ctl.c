@@ -8,6 +8,7 @@
  *   set zerocopy on|off|auto
  *   add-port SPEC [name=NAME]
  *   del-port NAME
+ *   save [FILE]
  *
  * An answer that starts with "error:" makes the client exit 1. The line
  * is gathered and parsed by ctl_parse.c, which needs no daemon (fuzzed).
@@ -136,12 +137,11 @@ static void show_stats(struct uvnetd *d, FILE *f, bool json)
 		uvnetd_ctl_zc_names[d->o.zerocopy], d->nworkers, d->pauses);
 }
 
-static void set_zerocopy(struct uvnetd *d, int m, FILE *f)
+int uvnetd_set_zerocopy(struct uvnetd *d, int m)
 {
 	if (!uvnetd_quiesce(d)) {
 		uvnetd_resume(d);
-		fputs("error: uvnetd is stopping\n", f);
-		return;
+		return -ECANCELED;
 	}
 	d->o.zerocopy = m;
 	d->env.zerocopy = m; /* and ports added later */
@@ -149,7 +149,39 @@ static void set_zerocopy(struct uvnetd *d, int m, FILE *f)
 		if (d->fwd.ports[i] && !strcmp(d->fwd.ports[i]->ops->kind, "vhost-user"))
 			uvn_port_vhost_set_zerocopy(d->fwd.ports[i], m);
 	uvnetd_resume(d);
-	fprintf(f, "zerocopy %s\n", uvnetd_ctl_zc_names[m]);
+	return 0;
+}
+
+static void set_zerocopy(struct uvnetd *d, int m, FILE *f)
+{
+	if (uvnetd_set_zerocopy(d, m))
+		fputs("error: uvnetd is stopping\n", f);
+	else
+		fprintf(f, "zerocopy %s\n", uvnetd_ctl_zc_names[m]);
+}
+
+/* The running configuration to @path, or to the --config file. */
+static void save(struct uvnetd *d, const char *path, FILE *f)
+{
+	char err[512];
+	int r;
+
+	if (!path)
+		path = d->o.config;
+	if (!path) {
+		fputs("error: save needs a FILE: uvnetd runs without --config\n", f);
+		return;
+	}
+	/* `uvnetd ctl` sends FILE made absolute: its cwd is not ours. */
+	if (path != d->o.config && path[0] != '/') {
+		fprintf(f, "error: save %s: the path must be absolute\n", path);
+		return;
+	}
+	r = uvnetd_config_save(d, path, err, sizeof(err));
+	if (r < 0)
+		fprintf(f, "error: %s\n", err);
+	else
+		fprintf(f, "saved the options and %d ports to %s\n", r, path);
 }
 
 static void add_port(struct uvnetd *d, const struct uvnetd_ctl_cmd *cmd, FILE *f)
@@ -207,6 +239,8 @@ static void execute(struct uvnetd *d, char *line, FILE *f)
 		return add_port(d, &cmd, f);
 	case UVNETD_CTL_DEL_PORT:
 		return del_port(d, cmd.name, f);
+	case UVNETD_CTL_SAVE:
+		return save(d, cmd.path, f);
 	case UVNETD_CTL_NOPS:
 		break;
 	}
@@ -349,13 +383,25 @@ int uvnetd_ctl_client(int argc, char **argv)
 		fputs("usage: uvnetd ctl PATH show ports|queues|fdb|stats [--json]\n"
 		      "       uvnetd ctl PATH set zerocopy on|off|auto\n"
 		      "       uvnetd ctl PATH add-port SPEC [name=NAME]\n"
-		      "       uvnetd ctl PATH del-port NAME\n", stderr);
+		      "       uvnetd ctl PATH del-port NAME\n"
+		      "       uvnetd ctl PATH save [FILE]\n", stderr);
 		return 2;
 	}
 	for (int i = 1; i < argc; i++) {
-		if (strlen(cmd) + strlen(argv[i]) + 2 >= sizeof(cmd))
+		const char *w = argv[i];
+
+		/* save FILE: uvnetd writes it, from its own directory */
+		if (i == 2 && !strcmp(argv[1], "save") && w[0] != '/') {
+			if (!getcwd(buf, sizeof(buf)) || strlen(buf) + strlen(w) + 2 >= sizeof(buf))
+				return 2;
+			strcat(buf, "/");
+			w = strcat(buf, w);
+		}
+		if (strlen(cmd) + strlen(w) + 2 >= sizeof(cmd)) {
+			fprintf(stderr, "uvnetd ctl: command longer than %zu bytes\n", sizeof(cmd) - 2);
 			return 2;
-		strcat(cmd, argv[i]);
+		}
+		strcat(cmd, w);
 		strcat(cmd, i + 1 < argc ? " " : "\n");
 	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", argv[0]);

@@ -64,6 +64,15 @@ static int parse_del_port(char **w, unsigned n, struct uvnetd_ctl_cmd *cmd)
 	return 0;
 }
 
+static int parse_save(char **w, unsigned n, struct uvnetd_ctl_cmd *cmd)
+{
+	cmd->error = "save [FILE]";
+	if (n > 2)
+		return -EINVAL;
+	*cmd = (struct uvnetd_ctl_cmd){ .op = UVNETD_CTL_SAVE, .path = n == 2 ? w[1] : NULL };
+	return 0;
+}
+
 int uvnetd_ctl_parse(char *line, struct uvnetd_ctl_cmd *cmd)
 {
 	char *save = NULL, *w[MAX_WORDS + 1];
@@ -71,11 +80,13 @@ int uvnetd_ctl_parse(char *line, struct uvnetd_ctl_cmd *cmd)
 
 	*cmd = (struct uvnetd_ctl_cmd){
 		.error = "commands: show ports|queues|fdb|stats [--json], set zerocopy on|off|auto,"
-			 " add-port SPEC [name=NAME], del-port NAME"
+			 " add-port SPEC [name=NAME], del-port NAME, save [FILE]"
 	};
 	/* One word more than any command has is enough to refuse the line. */
 	for (char *t = strtok_r(line, SEP, &save); t && n <= MAX_WORDS; t = strtok_r(NULL, SEP, &save))
 		w[n++] = t;
+	if (n && !strcmp(w[0], "save"))
+		return parse_save(w, n, cmd);
 	if (n < 2)
 		return -EINVAL;
 	if (!strcmp(w[0], "add-port"))

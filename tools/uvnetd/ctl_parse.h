@@ -9,6 +9,7 @@
  *   set zerocopy on|off|auto
  *   add-port SPEC [name=NAME]     (SPEC as uvnetd --port takes it)
  *   del-port NAME
+ *   save [FILE]                   (FILE: where to write; none: the --config file)
  *
  * Words are separated by spaces, tabs and carriage returns.
  */
@@ -26,6 +27,7 @@ enum uvnetd_ctl_op {
 	UVNETD_CTL_SET_ZEROCOPY,
 	UVNETD_CTL_ADD_PORT,
 	UVNETD_CTL_DEL_PORT,
+	UVNETD_CTL_SAVE,
 	UVNETD_CTL_NOPS
 };
 
@@ -35,6 +37,7 @@ struct uvnetd_ctl_cmd {
 	int zerocopy;                 /* set zerocopy: enum uvn_zc_mode */
 	const char *spec;             /* add-port: SPEC (a word of the line) */
 	const char *name;             /* add-port: NAME or NULL; del-port: NAME */
+	const char *path;             /* save: FILE or NULL */
 	const char *error;            /* refused: the reason for the client (static) */
 };
 

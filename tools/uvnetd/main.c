@@ -2,7 +2,8 @@
 /*
  * uvnetd: set up ports and the forwarding mode, start the data-path
  * workers, and run the control path (vhost-user sockets, timers, signals,
- * the control socket) on this thread until SIGINT/SIGTERM. Control work
+ * the control socket) on this thread until SIGINT/SIGTERM; SIGHUP reloads
+ * the --config file (config.c). Control work
  * runs with the workers parked, so it may change anything they use; only
  * handlers that read counters (or park the workers themselves) do not.
  */
@@ -27,7 +28,11 @@ static void on_signal(struct uvn_handler *h, uint32_t events)
 	struct uvnetd *d = h->ctx;
 
 	(void)events;
-	if (read(h->fd, &si, sizeof(si)) == sizeof(si))
+	if (read(h->fd, &si, sizeof(si)) != sizeof(si))
+		return;
+	if (si.ssi_signo == SIGHUP)
+		uvnetd_reload(d);
+	else
 		atomic_store(&d->stop, true);
 }
 
@@ -68,11 +73,14 @@ static int setup_signals(struct uvnetd *d)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	/* Blocked before any thread starts, so only the signalfd sees them. */
 	if (sigprocmask(SIG_BLOCK, &set, NULL))
 		return -errno;
+	/* Light: a stop only sets a flag, and a reload parks the workers
+	 * only while it changes their tables (ports.c), as ctl does. */
 	d->sig_h = (struct uvn_handler){ .fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK),
-					 .fn = on_signal, .ctx = d };
+					 .fn = on_signal, .ctx = d, .light = true };
 	if (d->sig_h.fd < 0)
 		return -errno;
 	signal(SIGPIPE, SIG_IGN);
@@ -92,6 +100,8 @@ static int setup_ports(struct uvnetd *d)
 	d->env = (struct uvn_port_env){
 		.loop = d->loop, .small = d->small, .big = d->big, .poll_mode = d->o.poll,
 		.zerocopy = d->o.zerocopy, .zc_min = d->o.zc_min, .zc_max_held = d->o.zc_max_held,
+		.set_gid = d->o.set_gid, .sock_gid = d->o.sock_gid,
+		.set_mode = d->o.set_mode, .sock_mode = d->o.sock_mode,
 	};
 	for (unsigned i = 0; !r && i < d->o.nports; i++)
 		r = uvnetd_port_add(d, d->o.port_specs[i]);
@@ -109,6 +119,9 @@ static void teardown(struct uvnetd *d)
 	uvn_pkt_pool_destroy(d->small);
 	uvn_pkt_pool_destroy(d->big);
 	uvn_loop_destroy(d->loop);
+	for (unsigned i = 0; i < UVNETD_MAX_PORTS; i++)
+		free(d->spec[i]);
+	uvnetd_opts_free(&d->o);
 }
 
 int main(int argc, char **argv)
@@ -152,7 +165,11 @@ int main(int argc, char **argv)
 	if (uvnetd_quiesce(&d))
 		uvnetd_assign(&d);
 	uvnetd_resume(&d);
+	/* Every socket listens and the workers serve: systemd may start the
+	 * guests (Type=notify). */
+	uvnetd_notify("READY=1");
 	control_loop(&d);
+	uvnetd_notify("STOPPING=1");
 	uvnetd_workers_stop(&d); /* counters are final once they are gone */
 	if (!d.o.quiet)
 		uvnetd_stats_final(&d);

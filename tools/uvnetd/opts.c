@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,22 +9,27 @@
 #include <uvnet/version.h>
 
 #include "net/device/netdev.h"
+#include "util/log.h"
 #include "util/sys.h"
 #include "uvnetd.h"
 
 void uvnetd_usage(FILE *f)
 {
 	fputs("Usage: uvnetd [OPTIONS] --port SPEC [--port SPEC ...]\n"
+	      "       uvnetd --config FILE [OPTIONS]\n"
 	      "       uvnetd ctl PATH show ports|queues|fdb|stats [--json]\n"
 	      "       uvnetd ctl PATH set zerocopy on|off|auto\n"
 	      "       uvnetd ctl PATH add-port SPEC [name=NAME] | del-port NAME\n"
+	      "       uvnetd ctl PATH save [FILE]\n"
 	      "A vhost-user switch: QEMU guests, DPDK virtio-user and uvnet drivers plug in,\n"
 	      "TAP devices connect it to the host.\n\n"
 	      "Ports:\n"
-	      "  -p, --port vhost-user:PATH[,client][,queues=N][,max-kpps=K][,name=NAME]\n"
+	      "  -p, --port vhost-user:PATH[,client][,queues=N][,group=G][,mode=M][,max-kpps=K]\n"
+	      "             [,name=NAME]\n"
 	      "                       a vhost-user socket uvnetd listens on (or connects to and\n"
 	      "                       keeps reconnecting with 'client', for QEMU's server=on);\n"
-	      "                       N queue pairs (default 1)\n"
+	      "                       N queue pairs (default 1); group= and mode= (octal) for\n"
+	      "                       this socket, over --socket-group and --socket-mode\n"
 	      "  -p, --port tap:IFNAME[,max-kpps=K]  a TAP device (created if missing, IFF_VNET_HDR)\n"
 	      "                       max-kpps: take at most K thousand frames/s in from the\n"
 	      "                       port (the rest wait in the guest's ring; default: no limit)\n"
@@ -46,15 +53,79 @@ void uvnetd_usage(FILE *f)
 	      "                       pinned; queues are spread over them (default: one\n"
 	      "                       unpinned thread). --cpu N is --cpus N\n\n"
 	      "Control:\n"
-	      "      --ctl PATH       listen for `uvnetd ctl PATH ...` commands on this socket\n\n"
+	      "      --ctl PATH       listen for `uvnetd ctl PATH ...` commands on this socket\n"
+	      "      --socket-group GROUP  group of every vhost-user socket uvnetd listens on\n"
+	      "                       (default: uvnetd's), e.g. libvirt's qemu user's group\n"
+	      "      --socket-mode OCTAL   their mode, e.g. 0660 (default: the umask's)\n"
+	      "      --config FILE    options and ports from FILE, one a line: an option's long\n"
+	      "                       name and its value (a flag alone), '#' comment lines,\n"
+	      "                       e.g. 'port vhost-user:/run/uvnetd/vm1.sock,name=vm1';\n"
+	      "                       ports add up with --port, other options on the command\n"
+	      "                       line win. SIGHUP reads it again and applies the ports\n"
+	      "                       that changed; `uvnetd ctl PATH save` writes it\n\n"
 	      "Output:\n"
 	      "  -s, --stats-interval SEC  print per-port rates every SEC seconds\n"
 	      "  -j, --json           stats as one JSON object per interval\n"
 	      "  -q, --quiet          no final totals\n"
 	      "  -h, --help           this text\n"
 	      "      --version        the version\n\n"
-	      "SIGINT or SIGTERM stop uvnetd; it prints the final totals.\n",
+	      "SIGINT or SIGTERM stop uvnetd; it prints the final totals. SIGHUP reloads\n"
+	      "--config. Under systemd (Type=notify) it reports readiness with sd_notify.\n",
 	      f);
+}
+
+const char *const uvnetd_opt_names[UVNETD_OPT_N] = {
+	[UVNETD_OPT_PORT] = "port",
+	[UVNETD_OPT_FORWARD] = "forward",
+	[UVNETD_OPT_TXSIZE] = "txonly-size",
+	[UVNETD_OPT_TXCOUNT] = "txonly-count",
+	[UVNETD_OPT_POLL] = "poll",
+	[UVNETD_OPT_CPUS] = "cpus",
+	[UVNETD_OPT_ZC] = "zerocopy",
+	[UVNETD_OPT_ZC_MIN] = "zerocopy-min",
+	[UVNETD_OPT_ZC_HELD] = "zerocopy-max-held",
+	[UVNETD_OPT_CTL] = "ctl",
+	[UVNETD_OPT_SOCK_GROUP] = "socket-group",
+	[UVNETD_OPT_SOCK_MODE] = "socket-mode",
+	[UVNETD_OPT_STATS] = "stats-interval",
+	[UVNETD_OPT_JSON] = "json",
+	[UVNETD_OPT_QUIET] = "quiet",
+};
+
+/* getopt's values: the option's id, past any character. */
+#define LONG(id) (1000 + (id))
+enum { OPT_CONFIG = 900, OPT_HELP, OPT_VERSION };
+
+/* Errors go to stderr at start-up, to the log on a reload. */
+static bool reloading;
+
+void uvnetd_say(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (reloading)
+		UVN_ERR("reload: %s", msg);
+	else
+		fprintf(stderr, "uvnetd: %s\n", msg);
+}
+
+int uvnetd_opt_find(const char *name)
+{
+	if (!strcmp(name, "cpu"))
+		return UVNETD_OPT_CPUS;
+	for (int i = 0; i < UVNETD_OPT_N; i++)
+		if (!strcmp(name, uvnetd_opt_names[i]))
+			return i;
+	return -1;
+}
+
+bool uvnetd_opt_is_flag(int id)
+{
+	return id == UVNETD_OPT_POLL || id == UVNETD_OPT_JSON || id == UVNETD_OPT_QUIET;
 }
 
 static int parse_mode(const char *s, enum uvn_fwd_mode *m)
@@ -84,134 +155,273 @@ int uvnetd_parse_zc(const char *s, int *mode)
 	return -1;
 }
 
-int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
+/* A whole unsigned decimal number up to @max. */
+static int parse_num(const char *s, uint64_t max, uint64_t *v)
 {
-	enum { OPT_TXCOUNT = 255, OPT_TXSIZE = 256, OPT_POLL, OPT_CPU, OPT_ZC, OPT_ZC_MIN, OPT_ZC_HELD, OPT_CTL };
-	static const struct option longopts[] = {
-		{ "port", required_argument, NULL, 'p' },
-		{ "forward", required_argument, NULL, 'f' },
-		{ "txonly-size", required_argument, NULL, OPT_TXSIZE },
-		{ "txonly-count", required_argument, NULL, OPT_TXCOUNT },
-		{ "poll", no_argument, NULL, OPT_POLL },
-		{ "cpu", required_argument, NULL, OPT_CPU },
-		{ "cpus", required_argument, NULL, OPT_CPU },
-		{ "zerocopy", required_argument, NULL, OPT_ZC },
-		{ "ctl", required_argument, NULL, OPT_CTL },
-		{ "zerocopy-min", required_argument, NULL, OPT_ZC_MIN },
-		{ "zerocopy-max-held", required_argument, NULL, OPT_ZC_HELD },
-		{ "stats-interval", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
 	char *end;
-	int c;
 
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return *end || errno || *v > max ? -1 : 0;
+}
+
+static int add_port(struct uvnetd_opts *o, const char *spec, unsigned line, const char *where)
+{
+	char name[128], other[128];
+
+	if (uvn_port_spec_name(spec, name, sizeof(name))) {
+		uvnetd_say("%sbad port '%s': expected vhost-user:PATH[,client][,queues=N][,group=G]"
+		    "[,mode=M][,OPTS] or tap:IFNAME[,OPTS], OPTS: max-kpps=N, name=NAME",
+		    where, spec);
+		return -1;
+	}
+	for (unsigned i = 0; i < o->nports; i++) {
+		if (uvn_port_spec_name(o->port_specs[i], other, sizeof(other)) || strcmp(name, other))
+			continue;
+		/* The same port in the file and on the command line (a file
+		 * written by save, say) is one port. */
+		if (!line && o->port_line[i] && !strcmp(spec, o->port_specs[i]))
+			return 0;
+		uvnetd_say("%sport '%s': a port of that name is given already%s", where, name,
+		    o->port_line[i] ? " (in the config file)" : "");
+		return -1;
+	}
+	if (o->nports == UVNETD_MAX_PORTS) {
+		uvnetd_say("%stoo many ports (max %d)", where, UVNETD_MAX_PORTS);
+		return -1;
+	}
+	o->port_line[o->nports] = line;
+	o->port_specs[o->nports++] = spec;
+	return 0;
+}
+
+/* @return 0 or -1 with nothing said: the caller names the option */
+static int set_value(struct uvnetd_opts *o, int id, const char *arg)
+{
+	uint64_t v;
+	int n;
+
+	switch (id) {
+	case UVNETD_OPT_FORWARD:
+		return parse_mode(arg, &o->mode);
+	case UVNETD_OPT_TXSIZE:
+		if (parse_num(arg, 65535, &v) || v < 42)
+			return -1;
+		o->txonly_size = (uint32_t)v;
+		return 0;
+	case UVNETD_OPT_TXCOUNT:
+		if (parse_num(arg, UINT64_MAX, &v) || !v)
+			return -1;
+		o->txonly_count = v;
+		return 0;
+	case UVNETD_OPT_POLL:
+		o->poll = true;
+		return 0;
+	case UVNETD_OPT_CPUS:
+		n = uvn_parse_cpulist(arg, o->cpus, UVNETD_MAX_WORKERS);
+		if (n < 0)
+			return -1;
+		o->ncpus = (unsigned)n;
+		return 0;
+	case UVNETD_OPT_ZC:
+		return uvnetd_parse_zc(arg, &o->zerocopy);
+	case UVNETD_OPT_ZC_MIN:
+		if (parse_num(arg, UINT32_MAX, &v))
+			return -1;
+		o->zc_min = (uint32_t)v;
+		return 0;
+	case UVNETD_OPT_ZC_HELD:
+		if (parse_num(arg, UINT32_MAX, &v))
+			return -1;
+		o->zc_max_held = (unsigned)v;
+		return 0;
+	case UVNETD_OPT_CTL:
+		o->ctl_path = arg;
+		return *arg ? 0 : -1;
+	case UVNETD_OPT_SOCK_GROUP:
+		o->set_gid = true;
+		return uvn_port_parse_group(arg, &o->sock_gid);
+	case UVNETD_OPT_SOCK_MODE:
+		o->set_mode = true;
+		return uvn_port_parse_mode(arg, &o->sock_mode);
+	case UVNETD_OPT_STATS: {
+		char *end;
+
+		o->stats_interval = strtod(arg, &end);
+		/* a day at most: the timer takes nanoseconds in 64 bits */
+		return *end || end == arg || !(o->stats_interval > 0 && o->stats_interval <= 86400) ? -1 : 0;
+	}
+	case UVNETD_OPT_JSON:
+		o->json = true;
+		return 0;
+	case UVNETD_OPT_QUIET:
+		o->quiet = true;
+		return 0;
+	}
+	return -1;
+}
+
+/* What a bad value of each option should have been. */
+static const char *expected(int id)
+{
+	switch (id) {
+	case UVNETD_OPT_FORWARD: return "switch, loopback, sink or txonly";
+	case UVNETD_OPT_TXSIZE: return "42..65535";
+	case UVNETD_OPT_TXCOUNT: return "a count of 1 or more";
+	case UVNETD_OPT_CPUS: return "a CPU list such as 0 or 2-3,6";
+	case UVNETD_OPT_ZC: return "on, off or auto";
+	case UVNETD_OPT_ZC_MIN:
+	case UVNETD_OPT_ZC_HELD: return "0..4294967295";
+	case UVNETD_OPT_CTL: return "a socket path";
+	case UVNETD_OPT_SOCK_GROUP: return "a group name or number";
+	case UVNETD_OPT_SOCK_MODE: return "an octal mode up to 0777, such as 0660";
+	case UVNETD_OPT_STATS: return "seconds, more than 0 and up to 86400";
+	}
+	return "nothing";
+}
+
+int uvnetd_opt_set(struct uvnetd_opts *o, int id, const char *arg, const char *where,
+		   unsigned line)
+{
+	if (id == UVNETD_OPT_PORT)
+		return add_port(o, arg, line, where);
+	if (set_value(o, id, arg ? arg : "")) {
+		uvnetd_say("%sbad value '%s' for %s%s: expected %s", where, arg ? arg : "",
+		    *where ? "" : "--", uvnetd_opt_names[id], expected(id));
+		return -1;
+	}
+	o->given[id] = arg ? arg : "";
+	return 0;
+}
+
+static void defaults(struct uvnetd_opts *o, int argc, char **argv)
+{
 	memset(o, 0, sizeof(*o));
 	o->mode = UVN_FWD_SWITCH;
 	o->txonly_size = 64;
 	o->zerocopy = UVN_ZC_AUTO;
 	o->zc_min = 256;
-	while ((c = getopt_long(argc, argv, "p:f:s:jqh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (o->nports == UVNETD_MAX_PORTS) {
-				fprintf(stderr, "uvnetd: too many ports (max %d)\n", UVNETD_MAX_PORTS);
-				return -1;
-			}
-			o->port_specs[o->nports++] = optarg;
-			break;
-		case 'f':
-			if (parse_mode(optarg, &o->mode)) {
-				fprintf(stderr, "uvnetd: unknown forward mode '%s'\n", optarg);
-				return -1;
-			}
-			break;
-		case OPT_TXCOUNT:
-			o->txonly_count = strtoull(optarg, &end, 10);
-			if (*end || !o->txonly_count) {
-				fprintf(stderr, "uvnetd: bad --txonly-count '%s'\n", optarg);
-				return -1;
-			}
-			break;
-		case OPT_TXSIZE:
-			o->txonly_size = (uint32_t)strtoul(optarg, &end, 10);
-			if (*end || o->txonly_size < 42 || o->txonly_size > 65535) {
-				fprintf(stderr, "uvnetd: --txonly-size must be 42..65535\n");
-				return -1;
-			}
-			break;
-		case OPT_POLL:
-			o->poll = true;
-			break;
-		case OPT_CPU: {
-			int n = uvn_parse_cpulist(optarg, o->cpus, UVNETD_MAX_WORKERS);
+	o->argc = argc;
+	o->argv = argv;
+}
 
-			if (n < 0) {
-				fprintf(stderr, "uvnetd: bad CPU list '%s'\n", optarg);
-				return -1;
-			}
-			o->ncpus = (unsigned)n;
-			break;
-		}
-		case OPT_CTL:
-			o->ctl_path = optarg;
-			break;
-		case OPT_ZC:
-			if (uvnetd_parse_zc(optarg, &o->zerocopy)) {
-				fprintf(stderr, "uvnetd: --zerocopy must be on, off or auto\n");
-				return -1;
-			}
-			break;
-		case OPT_ZC_MIN:
-			o->zc_min = (uint32_t)strtoul(optarg, &end, 10);
-			if (*end) {
-				fprintf(stderr, "uvnetd: bad --zerocopy-min '%s'\n", optarg);
-				return -1;
-			}
-			break;
-		case OPT_ZC_HELD:
-			o->zc_max_held = (unsigned)strtoul(optarg, &end, 10);
-			if (*end) {
-				fprintf(stderr, "uvnetd: bad --zerocopy-max-held '%s'\n", optarg);
-				return -1;
-			}
-			break;
-		case 's':
-			o->stats_interval = strtod(optarg, &end);
-			if (*end || o->stats_interval <= 0) {
-				fprintf(stderr, "uvnetd: bad --stats-interval '%s'\n", optarg);
-				return -1;
-			}
-			break;
-		case 'j':
-			o->json = true;
-			break;
-		case 'q':
-			o->quiet = true;
-			break;
-		case 'h':
+static const struct option longopts[] = {
+	{ "port", required_argument, NULL, 'p' },
+	{ "forward", required_argument, NULL, 'f' },
+	{ "txonly-size", required_argument, NULL, LONG(UVNETD_OPT_TXSIZE) },
+	{ "txonly-count", required_argument, NULL, LONG(UVNETD_OPT_TXCOUNT) },
+	{ "poll", no_argument, NULL, LONG(UVNETD_OPT_POLL) },
+	{ "cpu", required_argument, NULL, LONG(UVNETD_OPT_CPUS) },
+	{ "cpus", required_argument, NULL, LONG(UVNETD_OPT_CPUS) },
+	{ "zerocopy", required_argument, NULL, LONG(UVNETD_OPT_ZC) },
+	{ "ctl", required_argument, NULL, LONG(UVNETD_OPT_CTL) },
+	{ "zerocopy-min", required_argument, NULL, LONG(UVNETD_OPT_ZC_MIN) },
+	{ "zerocopy-max-held", required_argument, NULL, LONG(UVNETD_OPT_ZC_HELD) },
+	{ "socket-group", required_argument, NULL, LONG(UVNETD_OPT_SOCK_GROUP) },
+	{ "socket-mode", required_argument, NULL, LONG(UVNETD_OPT_SOCK_MODE) },
+	{ "stats-interval", required_argument, NULL, 's' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int short_id(int c)
+{
+	switch (c) {
+	case 'p': return UVNETD_OPT_PORT;
+	case 'f': return UVNETD_OPT_FORWARD;
+	case 's': return UVNETD_OPT_STATS;
+	case 'j': return UVNETD_OPT_JSON;
+	case 'q': return UVNETD_OPT_QUIET;
+	}
+	return c >= LONG(0) && c < LONG(UVNETD_OPT_N) ? c - LONG(0) : -1;
+}
+
+/* Defaults, then the config file, then the command line over it. */
+static int load(int argc, char **argv, struct uvnetd_opts *o)
+{
+	struct { int id; const char *arg; } *args = calloc((size_t)argc + 1, sizeof(*args));
+	unsigned nargs = 0;
+	const char *config = NULL;
+	int c, r = 0;
+
+	defaults(o, argc, argv);
+	if (!args)
+		return -1;
+	optind = 0; /* again from the start, on a reload too */
+	while ((c = getopt_long(argc, argv, "p:f:s:jqh", longopts, NULL)) != -1) {
+		if (c == 'h' || c == OPT_HELP) {
 			uvnetd_usage(stdout);
 			exit(0);
-		case 'V':
+		}
+		if (c == OPT_VERSION) {
 			printf("uvnetd %s\n", UVN_VERSION_STRING);
 			exit(0);
-		default:
+		}
+		if (c == OPT_CONFIG) {
+			config = optarg;
+			continue;
+		}
+		if (short_id(c) < 0) {
 			uvnetd_usage(stderr);
+			free(args);
 			return -1;
 		}
+		args[nargs].id = short_id(c);
+		args[nargs++].arg = optarg;
 	}
 	if (optind < argc) {
-		fprintf(stderr, "uvnetd: unexpected argument '%s'\n", argv[optind]);
+		uvnetd_say("unexpected argument '%s'", argv[optind]);
+		free(args);
 		return -1;
 	}
+	o->config = config;
+	if (config)
+		r = uvnetd_config_read(config, o);
+	for (unsigned i = 0; !r && i < nargs; i++)
+		r = uvnetd_opt_set(o, args[i].id, args[i].arg, "", 0);
+	free(args);
+	if (r)
+		return -1;
 	/* With a control socket, ports can come later (add-port). */
 	if (!o->nports && !o->ctl_path) {
-		fprintf(stderr, "uvnetd: at least one --port (or --ctl, to add them later) is needed\n");
-		uvnetd_usage(stderr);
+		uvnetd_say("at least one --port (or --ctl, to add them later) is needed");
+		if (!reloading)
+			uvnetd_usage(stderr);
 		return -1;
 	}
 	return 0;
+}
+
+int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o)
+{
+	int r = load(argc, argv, o);
+
+	if (r)
+		uvnetd_opts_free(o);
+	return r;
+}
+
+int uvnetd_reparse(const struct uvnetd_opts *cur, struct uvnetd_opts *o)
+{
+	int r;
+
+	reloading = true;
+	opterr = 0; /* the command line was read once already */
+	r = load(cur->argc, cur->argv, o);
+	reloading = false;
+	if (r)
+		uvnetd_opts_free(o);
+	return r;
+}
+
+void uvnetd_opts_free(struct uvnetd_opts *o)
+{
+	free(o->text);
+	o->text = NULL;
 }

@@ -8,6 +8,7 @@
  * (its id, the last byte of its MAC) is reused by the next port added.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/log.h"
@@ -45,11 +46,14 @@ static int attach(struct uvnetd *d, struct uvn_port *p)
 
 int uvnetd_port_add(struct uvnetd *d, const char *spec)
 {
+	char *copy = strdup(spec); /* for save and reload: the port as it was given */
 	struct uvn_port *p;
-	int r = uvn_port_create(spec, &d->env, &p);
+	int r = copy ? uvn_port_create(spec, &d->env, &p) : -ENOMEM;
 
-	if (r)
+	if (r) {
+		free(copy);
 		return r;
+	}
 	if (uvnetd_port_find(d, p->name)) {
 		UVN_ERR("port '%s': a port of that name exists", p->name);
 		r = -EEXIST;
@@ -60,8 +64,11 @@ int uvnetd_port_add(struct uvnetd *d, const char *spec)
 	}
 	if (r) {
 		p->ops->destroy(p);
+		free(copy);
 		return r;
 	}
+	free(d->spec[p->id]);
+	d->spec[p->id] = copy;
 	UVN_INFO("port %s added (%s)", p->name, spec);
 	return 0;
 }
@@ -80,6 +87,8 @@ int uvnetd_port_del(struct uvnetd *d, const char *name)
 	 * nothing a worker holds refers to it once they run again. */
 	uvn_fwd_del_port(&d->fwd, p);
 	uvnetd_assign(d);
+	free(d->spec[p->id]);
+	d->spec[p->id] = NULL;
 	p->ops->destroy(p);
 	uvnetd_resume(d);
 	UVN_INFO("port %s removed", name);

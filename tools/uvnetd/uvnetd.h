@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "port/port.h"
 #include "switch/forward.h"
@@ -19,8 +20,19 @@
 #define UVNETD_CTL_CLIENTS 8   /* control connections open at once */
 #define UVNETD_CTL_LINE 256    /* longest command line */
 
+/* The options by their long name: the command line's --NAME is the config
+ * file's NAME (opts.c has the names, in this order). */
+enum uvnetd_opt {
+	UVNETD_OPT_PORT, UVNETD_OPT_FORWARD, UVNETD_OPT_TXSIZE, UVNETD_OPT_TXCOUNT,
+	UVNETD_OPT_POLL, UVNETD_OPT_CPUS, UVNETD_OPT_ZC, UVNETD_OPT_ZC_MIN, UVNETD_OPT_ZC_HELD,
+	UVNETD_OPT_CTL, UVNETD_OPT_SOCK_GROUP, UVNETD_OPT_SOCK_MODE, UVNETD_OPT_STATS,
+	UVNETD_OPT_JSON, UVNETD_OPT_QUIET,
+	UVNETD_OPT_N
+};
+
 struct uvnetd_opts {
 	const char *port_specs[UVNETD_MAX_PORTS];
+	unsigned port_line[UVNETD_MAX_PORTS]; /* its line in the config file, 0: command line */
 	unsigned nports;
 	enum uvn_fwd_mode mode;
 	uint32_t txonly_size;
@@ -35,6 +47,17 @@ struct uvnetd_opts {
 	int zerocopy;                 /* enum uvn_zc_mode */
 	uint32_t zc_min;
 	unsigned zc_max_held;
+	bool set_gid, set_mode;       /* --socket-group, --socket-mode */
+	gid_t sock_gid;
+	unsigned sock_mode;
+	const char *config;           /* --config FILE */
+	/* Each single-valued option given, in the file or on the command
+	 * line (which wins): its text ("" for a flag), for save; NULL: the
+	 * default. Ports are port_specs. */
+	const char *given[UVNETD_OPT_N];
+	char *text;                   /* the config file, which strings above point into */
+	int argc;                     /* the command line, read again with the file */
+	char **argv;
 };
 
 struct uvnetd;
@@ -87,6 +110,7 @@ struct uvnetd {
 	struct uvn_pkt_pool *small, *big; /* TAP rx */
 	struct uvn_fwd fwd;           /* and its port slots: fwd.ports[0..fwd.nports), NULL: free */
 	struct uvn_port_env env;      /* what a port added at run time gets */
+	char *spec[UVNETD_MAX_PORTS]; /* by port id: the spec each port was created from */
 	struct uvnetd_worker *workers;
 	unsigned nworkers;
 	_Atomic bool pause, stop;
@@ -102,8 +126,39 @@ struct uvnetd {
 	uint64_t last_ns, start_ns;
 };
 
+/* The command line, and the --config file it names (the command line's
+ * single-valued options win, ports add up). @return 0 or -1, said why */
 int uvnetd_parse(int argc, char **argv, struct uvnetd_opts *o);
+/* The same again for a reload: @cur's command line and its config file as
+ * the file is now, into @o. @return 0 or -1, with the reason logged */
+int uvnetd_reparse(const struct uvnetd_opts *cur, struct uvnetd_opts *o);
+void uvnetd_opts_free(struct uvnetd_opts *o);
 void uvnetd_usage(FILE *f);
+/* enum uvnetd_opt -> its long name; -1 for a name that is none */
+extern const char *const uvnetd_opt_names[UVNETD_OPT_N];
+int uvnetd_opt_find(const char *name);
+bool uvnetd_opt_is_flag(int id);
+/* Give option @id the value @arg (NULL for a flag). @where: "FILE:LINE: "
+ * or "", @line: the file's line or 0. @return 0 or -1, with the reason
+ * said (uvnetd_say) */
+int uvnetd_opt_set(struct uvnetd_opts *o, int id, const char *arg, const char *where,
+		   unsigned line);
+/* An error in the options: to stderr at start-up, to the log on a reload. */
+void uvnetd_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The config file (config.c): read @path into @o, over what it has.
+ * @return 0 or -1, with the file, line and reason said */
+int uvnetd_config_read(const char *path, struct uvnetd_opts *o);
+/* Write the running configuration to @path, atomically. @return the
+ * number of ports written, or -errno with @err (@n bytes) saying why */
+int uvnetd_config_save(struct uvnetd *d, const char *path, char *err, size_t n);
+/* Change the zero-copy mode of every port and of ports added later (ctl.c).
+ * @return 0 or -ECANCELED (uvnetd is stopping) */
+int uvnetd_set_zerocopy(struct uvnetd *d, int mode);
+/* SIGHUP: read the --config file again and apply it (ports by name). */
+void uvnetd_reload(struct uvnetd *d);
+/* sd_notify(3) when built with libsystemd, nothing otherwise. */
+void uvnetd_notify(const char *state);
 /* "on" | "off" | "auto" -> enum uvn_zc_mode. @return 0 or -1 */
 int uvnetd_parse_zc(const char *s, int *mode);
 
