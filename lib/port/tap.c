@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -370,6 +371,21 @@ static int tap_open(const char *ifname)
 	return fd;
 }
 
+/* Up, so frames flow without an `ip link set up` (a TAP moved to another
+ * namespace afterwards goes down and is its owner's to bring up). */
+static void tap_up(const char *ifname)
+{
+	struct ifreq ifr = { 0 };
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) ||
+	    (!(ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags |= IFF_UP, ioctl(s, SIOCSIFFLAGS, &ifr))))
+		UVN_WARN("tap %s: cannot bring it up: %s", ifname, strerror(errno));
+	if (s >= 0)
+		close(s);
+}
+
 /*
  * Offloads we take from the kernel, the most it knows first: tun refuses
  * flags it does not know (EINVAL), so an older kernel gets fewer. GSO
@@ -415,6 +431,10 @@ int uvn_port_tap_create(const char *ifname, struct uvn_loop *loop, struct uvn_pk
 	int fd, off;
 
 	(void)loop;
+	if (!*ifname || strlen(ifname) >= IFNAMSIZ) {
+		UVN_ERR("tap %s: interface names have 1 to %d characters", ifname, IFNAMSIZ - 1);
+		return -ENAMETOOLONG;
+	}
 	fd = tap_open(ifname);
 	off = fd < 0 ? fd : tap_offload(fd, gso);
 	if (off < 0) {
@@ -440,6 +460,7 @@ int uvn_port_tap_create(const char *ifname, struct uvn_loop *loop, struct uvn_pk
 	t->rx_features = virtio_bits((unsigned)off);
 	t->uso = off & TUN_F_USO4;
 	t->qs.offload_flags = (unsigned)off;
+	tap_up(ifname);
 	UVN_INFO("%s: offloads from the kernel: csum%s%s%s%s", t->base.name,
 		 off & TUN_F_TSO4 ? " tso4" : "", off & TUN_F_TSO6 ? " tso6" : "",
 		 off & TUN_F_TSO_ECN ? " ecn" : "", off & TUN_F_USO4 ? " uso4 uso6" : "");

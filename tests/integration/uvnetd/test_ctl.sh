@@ -126,6 +126,27 @@ grep -q "uvnet info" <<<"$(log_of error)" && fail "UVN_LOG=error still logs info
 grep -q "uvnet info" <<<"$(log_of err)" && fail "UVN_LOG=err still logs info"
 grep -q "UVN_LOG=loud: not error" <<<"$(log_of loud)" || fail "UVN_LOG=loud was not refused"
 
+# a TAP name the kernel would cut: refused, not truncated
+refused --port tap:uvn-name-over-15-chars || fail "uvnetd started with a 23-character TAP name"
+grep -q "interface names have 1 to 15 characters" "$DIR/log2" || fail "no reason given: $(cat "$DIR/log2")"
+
+# a TAP uvnetd creates is up (root only: CI runs as root)
+if ((EUID == 0)); then
+	tap=uvnctl$$
+	tap=${tap:0:15}
+	"$UVNETD" --port "tap:$tap" -q >"$DIR/log4" 2>&1 &
+	tpid=$!
+	for _ in $(seq 50); do [[ -e /sys/class/net/$tap ]] && break; sleep 0.05; done
+	flags=$(cat "/sys/class/net/$tap/flags" 2>/dev/null || echo 0)
+	kill -TERM "$tpid"
+	wait "$tpid" || fail "uvnetd with a TAP: exit status"
+	(((flags & 1) == 1)) || fail "TAP $tap not up (flags $flags): $(cat "$DIR/log4")"
+elif [[ ${CI:-} == true ]]; then
+	fail "not root under CI: the TAP bring-up check cannot run"
+else
+	echo "note: not root, the TAP bring-up check did not run"
+fi
+
 # --ctl at a regular file: refused, the file untouched
 echo "precious" >"$DIR/file"
 refused --port "vhost-user:$DIR/x.sock" --ctl "$DIR/file" ||
