@@ -119,13 +119,16 @@ static void ctrl_unwatch(struct vhost_port *v, struct vq_slot *s)
 static void ctrl_pass(struct vhost_port *v, struct vq_slot *s)
 {
 	uint64_t one = 1;
+	bool armed;
 
 	uvn_netdev_ctrl(&s->nq, set_pairs, v);
 	if (s->nq.broken) {
 		ctrl_unwatch(v, s);
 		return;
 	}
-	if (uvn_vq_dev_enable_notify(s->nq.vq) || s->kick_h.fd < 0)
+	armed = uvn_vq_dev_enable_notify(s->nq.vq);
+	uvn_vhost_log_ring(s);
+	if (armed || s->kick_h.fd < 0)
 		return;
 	if (write(s->kick_h.fd, &one, sizeof(one)) == sizeof(one))
 		v->ctrl_self_kicks++;
@@ -232,6 +235,7 @@ static void queue_start(struct vhost_port *v, struct vq_slot *s, struct uvn_vu_q
 		/* Rx buffers: frames without room are dropped, never waited
 		 * for. Polled TX rings: kicks would only cost the guest. */
 		uvn_vq_dev_disable_notify(q->vq);
+		uvn_vhost_log_ring(s);
 	}
 	if (!guest_tx)
 		return;
@@ -330,6 +334,10 @@ static void discard(struct vhost_port *v, struct uvn_vu_queue *q, struct uvn_vq_
 	}
 	if (staged)
 		notify |= uvn_vq_dev_flush(dev);
+	/* The used entries are guest memory we wrote: a migration under way
+	 * must send them again (logged after the last flush). */
+	if (n)
+		uvn_vu_log_used(v->be, q);
 	if (notify)
 		uvn_vu_queue_notify(q);
 	v->discarded += n;

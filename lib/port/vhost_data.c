@@ -75,9 +75,13 @@ static bool vhost_arm(struct uvn_port *port, unsigned q)
 	struct vhost_port *v = (struct vhost_port *)port;
 	struct vq_slot *s = &v->tx[q];
 
+	bool armed;
+
 	if (!s->vu || s->nq.broken)
 		return true;
-	return uvn_vq_dev_enable_notify(s->nq.vq);
+	armed = uvn_vq_dev_enable_notify(s->nq.vq);
+	uvn_vhost_log_ring(s);
+	return armed;
 }
 
 static int vhost_rx_fd(struct uvn_port *port, unsigned q)
@@ -99,6 +103,7 @@ static void vhost_rx_event(struct uvn_port *port, unsigned q)
 	if (read(s->vu->kick_fd, &n, sizeof(n)) == sizeof(n))
 		atomic_fetch_add_explicit(&v->kicks, n, memory_order_relaxed);
 	uvn_vq_dev_disable_notify(s->nq.vq);
+	uvn_vhost_log_ring(s);
 }
 
 static void vhost_set_senders(struct uvn_port *port, unsigned n)

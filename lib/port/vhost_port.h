@@ -62,6 +62,15 @@ struct vhost_port {
 
 extern const struct uvn_port_ops uvn_vhost_ops;
 
+/* Turning the guest's notifications on or off writes its ring (used
+ * flags, avail_event, the packed device event area): guest memory, so
+ * logged after the write while a migration runs. */
+static inline void uvn_vhost_log_ring(struct vq_slot *s)
+{
+	if (__builtin_expect(s->nq.log_used != NULL, 0))
+		s->nq.log_used(s->nq.log_ctx);
+}
+
 /* vhost_data.c */
 void uvn_vhost_add_q(struct uvn_port_stats *st, const struct vq_slot *s, bool guest_tx);
 /* vhost.c */

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a live migration needs of uvnetd's vhost-user port, with a scripted
+ * frontend on its socket: dirty logging of the writes the port makes
+ * outside the device's data path: the used entries the drain of a
+ * disabled TX ring publishes, and the notification fields (used flags,
+ * avail_event) it turns on and off.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <linux/virtio_config.h>
+
+#include "fake_fe.h"
+#include "port/vhost_port.h"
+#include "util/loop.h"
+
+#define NET_FEATURES ((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX))
+#define RING 256
+#define FRAME_OFF 0x1000 /* a virtio-net header and a frame, in guest memory */
+#define FRAME_LEN (12 + 60)
+#define LOG_OFF 4096u
+#define LOG_SIZE 40000u  /* pages up to 320000: beyond 0x40000000 + 2 MB */
+
+struct rig {
+	struct uvn_loop *loop;
+	struct uvn_port *port;
+	struct vhost_port *v;
+	char path[64];
+	struct fe f;
+	int logfd;
+	uint8_t *log;
+};
+
+static void rig_open(struct rig *r)
+{
+	struct uvn_port_env env = { 0 };
+	struct uvn_vhost_port_cfg cfg = { .queues = 1 };
+	int sock;
+
+	memset(r, 0, sizeof(*r));
+	r->logfd = -1;
+	snprintf(r->path, sizeof(r->path), "/tmp/migrate-port-%d.sock", (int)getpid());
+	unlink(r->path);
+	assert_int_equal(uvn_loop_create(&r->loop), 0);
+	env.loop = r->loop;
+	cfg.path = r->path;
+	assert_int_equal(uvn_port_vhost_create(&cfg, &env, &r->port), 0);
+	r->v = (struct vhost_port *)r->port;
+	sock = uvn_vu_connect(r->path);
+	assert_true(sock >= 0);
+	while (!r->v->be)
+		assert_true(uvn_loop_run_once(r->loop, 1000) >= 0);
+	fe_attach(&r->f, sock, r->v->be, NET_FEATURES);
+	fe_negotiate_qemu(&r->f, RING);
+}
+
+static void rig_close(struct rig *r)
+{
+	fe_close(&r->f);
+	r->port->ops->destroy(r->port);
+	uvn_loop_destroy(r->loop);
+	unlink(r->path);
+	if (r->log) {
+		munmap(r->log, LOG_OFF + LOG_SIZE);
+		close(r->logfd);
+	}
+}
+
+/* The ring's guest-physical layout (split, RING entries, at FE_RING_OFF). */
+static uint64_t used_gpa(struct rig *r, unsigned idx)
+{
+	struct uvn_vq_layout lay;
+
+	uvn_vq_layout(false, RING, &lay);
+	return r->f.gpa + FE_RING_OFF(idx) + lay.device;
+}
+
+/* Migration starts: a log (SET_LOG_BASE), LOG_ALL, F_LOG on ring @idx. */
+static void start_logging(struct rig *r, unsigned idx)
+{
+	struct uvn_vu_log d = { .mmap_size = LOG_SIZE, .mmap_offset = LOG_OFF };
+	struct vhost_vring_addr a = { .index = idx, .flags = 1u << VHOST_VRING_F_LOG };
+	struct uvn_vq_layout lay;
+	struct uvn_vu_msg rep;
+
+	r->logfd = memfd_create("dirty-log", MFD_CLOEXEC);
+	assert_int_equal(ftruncate(r->logfd, LOG_OFF + LOG_SIZE), 0);
+	r->log = mmap(NULL, LOG_OFF + LOG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, r->logfd, 0);
+	assert_true(r->log != MAP_FAILED);
+	assert_int_equal(fe_send(&r->f, VHOST_USER_SET_LOG_BASE, VHOST_USER_VERSION, &d, sizeof(d),
+				 &r->logfd, 1), 0);
+	assert_int_equal(fe_reply(&r->f, VHOST_USER_SET_LOG_BASE, &rep), 1);
+	assert_int_equal(rep.p.u64, 0);
+	assert_int_equal(fe_set_u64_ack(&r->f, VHOST_USER_SET_FEATURES,
+					r->f.features | (1ull << VHOST_F_LOG_ALL)), 0);
+	uvn_vq_layout(false, RING, &lay);
+	a.desc_user_addr = (uint64_t)(uintptr_t)(r->f.mem + FE_RING_OFF(idx) + lay.desc);
+	a.avail_user_addr = (uint64_t)(uintptr_t)(r->f.mem + FE_RING_OFF(idx) + lay.driver);
+	a.used_user_addr = (uint64_t)(uintptr_t)(r->f.mem + FE_RING_OFF(idx) + lay.device);
+	a.log_guest_addr = used_gpa(r, idx);
+	assert_int_equal(fe_send(&r->f, VHOST_USER_SET_VRING_ADDR, VHOST_USER_VERSION, &a, sizeof(a),
+				 NULL, 0), 0);
+}
+
+static void clear_log(struct rig *r)
+{
+	memset(r->log + LOG_OFF, 0, LOG_SIZE);
+}
+
+static bool page_logged(struct rig *r, uint64_t gpa)
+{
+	uint64_t pg = gpa / 4096;
+
+	return r->log[LOG_OFF + pg / 8] & (1u << (pg % 8));
+}
+
+static bool any_logged(struct rig *r)
+{
+	for (unsigned i = 0; i < LOG_SIZE; i++)
+		if (r->log[LOG_OFF + i])
+			return true;
+	return false;
+}
+
+static void guest_send(struct rig *r, struct uvn_vq_drv *drv, unsigned n)
+{
+	struct uvn_sg sg = { .addr = r->f.gpa + FRAME_OFF, .len = FRAME_LEN };
+
+	memset(r->f.mem + FRAME_OFF, 0, FRAME_LEN);
+	memset(r->f.mem + FRAME_OFF + 12, 0xff, 6);
+	r->f.mem[FRAME_OFF + 12 + 12] = 0x08;
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(uvn_vq_drv_add(drv, &sg, 1, 0, drv, 0), 0);
+	(void)uvn_vq_drv_kick_prepare(drv);
+}
+
+static unsigned guest_used(struct uvn_vq_drv *drv)
+{
+	struct uvn_vq_done done[64];
+	unsigned n = 0;
+	int got;
+
+	while ((got = uvn_vq_drv_get_used(drv, done, 64)) > 0)
+		n += (unsigned)got;
+	return n;
+}
+
+/*
+ * A disabled TX ring is the drain's: what it returns to the guest is
+ * written into the used ring like any completion, so while a migration
+ * runs the used ring's pages must be marked (they may have been sent
+ * already, and the destination would see the chains still outstanding).
+ */
+static void test_discard_logged(void **state)
+{
+	struct uvn_vq_drv *drv;
+	struct rig r;
+
+	(void)state;
+	rig_open(&r);
+	drv = fe_driver(&r.f, 1, RING);
+	start_logging(&r, 1);
+	fe_vring_state(&r.f, VHOST_USER_SET_VRING_ENABLE, 1, 0);
+	assert_false(fe_ready(&r.f, 1));
+	guest_send(&r, drv, 5);
+	clear_log(&r);
+	r.v->drain_h.fn(&r.v->drain_h, EPOLLIN);
+	assert_int_equal(r.v->discarded, 5);
+	assert_int_equal(guest_used(drv), 5);
+	/* the used ring's header and its first entries: one page here */
+	assert_true(page_logged(&r, used_gpa(&r, 1)));
+	assert_true(page_logged(&r, used_gpa(&r, 1) + 4 + 8 * 5 - 1));
+	/* nothing to discard: nothing written, nothing logged */
+	clear_log(&r);
+	r.v->drain_h.fn(&r.v->drain_h, EPOLLIN);
+	assert_false(any_logged(&r));
+	uvn_vq_drv_destroy(drv);
+	rig_close(&r);
+}
+
+/*
+ * Turning notifications on (arm, before the thread sleeps) and off (a
+ * kick) writes avail_event (EVENT_IDX) in the used ring: logged too.
+ */
+static void test_notify_fields_logged(void **state)
+{
+	struct rig r;
+
+	(void)state;
+	rig_open(&r);
+	start_logging(&r, 1);
+	assert_true(fe_ready(&r.f, 1));
+	clear_log(&r);
+	assert_true(r.port->ops->arm(r.port, 0));
+	assert_true(page_logged(&r, used_gpa(&r, 1)));
+	clear_log(&r);
+	r.port->ops->rx_event(r.port, 0);
+	assert_true(page_logged(&r, used_gpa(&r, 1)));
+	rig_close(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_discard_logged),
+		cmocka_unit_test(test_notify_fields_logged),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
