@@ -32,6 +32,7 @@ struct uvn_vu_fe {
 	bool server;
 	char name[64];
 	unsigned timeout_ms;
+	int stop_fd;           /* -1, or readable when connect/accept must give up */
 	int err;               /* 0, or what killed the connection */
 	uint64_t offered;      /* GET_FEATURES */
 	uint64_t features;     /* SET_FEATURES */
@@ -118,7 +119,8 @@ static int do_connect(struct uvn_vu_fe *fe)
 		/* The backend may still be starting: its socket appears later. */
 		if ((fd != -ENOENT && fd != -ECONNREFUSED) || remaining(deadline) == 0)
 			return fd;
-		wait_fd(-1, 0, CONNECT_RETRY_MS);
+		if (wait_fd(fe->stop_fd, POLLIN, CONNECT_RETRY_MS) > 0)
+			return -ECANCELED;
 	}
 }
 
@@ -132,7 +134,20 @@ static int do_accept(struct uvn_vu_fe *fe)
 		fe->lfd = -1;
 		return r;
 	}
-	r = wait_fd(fe->lfd, POLLIN, (int)fe->timeout_ms);
+	if (fe->stop_fd >= 0) {
+		struct pollfd p[2] = { { .fd = fe->lfd, .events = POLLIN },
+				       { .fd = fe->stop_fd, .events = POLLIN } };
+
+		do {
+			r = poll(p, 2, (int)fe->timeout_ms);
+		} while (r < 0 && errno == EINTR);
+		if (r > 0 && (p[1].revents & POLLIN))
+			return -ECANCELED;
+		if (r < 0)
+			r = -errno;
+	} else {
+		r = wait_fd(fe->lfd, POLLIN, (int)fe->timeout_ms);
+	}
 	if (r <= 0)
 		return r ? r : -ETIMEDOUT;
 	r = uvn_vu_accept(fe->lfd);
@@ -157,6 +172,7 @@ int uvn_vu_fe_connect(const struct uvn_vu_fe_cfg *cfg, struct uvn_vu_fe **out)
 	fe->fd = fe->lfd = -1;
 	fe->server = cfg->server;
 	fe->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : DEFAULT_TIMEOUT_MS;
+	fe->stop_fd = cfg->stop_fd > 0 ? cfg->stop_fd : -1;
 	snprintf(fe->path, sizeof(fe->path), "%s", cfg->path);
 	snprintf(fe->name, sizeof(fe->name), "%s", cfg->name ? cfg->name : cfg->path);
 	uvn_vu_rx_init(&fe->rx);
@@ -562,6 +578,48 @@ int uvn_vu_fe_get_vring_base(struct uvn_vu_fe *fe, unsigned idx, uint32_t *base)
 	}
 	*base = reply.p.state.num;
 	return 0;
+}
+
+int uvn_vu_fe_get_inflight(struct uvn_vu_fe *fe, unsigned num_queues, unsigned queue_size,
+			   struct uvn_vu_inflight *out, int *fd)
+{
+	struct uvn_vu_msg m, reply;
+	int r;
+
+	*fd = -1;
+	if (!has(fe->proto, VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
+		return -ENOTSUP;
+	if (num_queues == 0 || num_queues > UINT16_MAX || queue_size == 0 || queue_size > UINT16_MAX)
+		return -EINVAL;
+	uvn_vu_msg_init(&m, VHOST_USER_GET_INFLIGHT_FD, VHOST_USER_VERSION,
+			sizeof(struct uvn_vu_inflight));
+	m.p.inflight = (struct uvn_vu_inflight){ .num_queues = (uint16_t)num_queues,
+						 .queue_size = (uint16_t)queue_size };
+	r = uvn_vu_fe_request(fe, &m, &reply);
+	if (r)
+		return r;
+	/* The reply check let an fd through only with a size: no size, no region. */
+	if (!reply.p.inflight.mmap_size)
+		return -EIO;
+	*out = reply.p.inflight;
+	*fd = reply.fds[0];
+	return 0;
+}
+
+int uvn_vu_fe_set_inflight(struct uvn_vu_fe *fe, const struct uvn_vu_inflight *desc, int fd)
+{
+	struct uvn_vu_msg m;
+
+	if (!has(fe->proto, VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
+		return -ENOTSUP;
+	if (fd < 0)
+		return -EBADF;
+	uvn_vu_msg_init(&m, VHOST_USER_SET_INFLIGHT_FD, VHOST_USER_VERSION,
+			sizeof(struct uvn_vu_inflight));
+	m.p.inflight = *desc;
+	m.fds[0] = fd;
+	m.nfds = 1;
+	return uvn_vu_fe_request(fe, &m, NULL);
 }
 
 int uvn_vu_fe_set_status(struct uvn_vu_fe *fe, uint8_t status)

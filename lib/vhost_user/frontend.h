@@ -31,6 +31,8 @@ struct uvn_vu_fe_cfg {
 	bool server;          /* listen on path, accept one backend */
 	unsigned timeout_ms;  /* per request (and for connect/accept); 0: 5000 */
 	const char *name;     /* for logs; NULL: the path */
+	int stop_fd;          /* > 0: readable ends connect/accept early (-ECANCELED); 0 or
+			       * -1: none (an fd 0 is never a stop fd) */
 };
 
 /* Per-connection counters. */
@@ -120,6 +122,17 @@ int uvn_vu_fe_set_vring_call(struct uvn_vu_fe *fe, unsigned idx, int fd);
 int uvn_vu_fe_set_vring_enable(struct uvn_vu_fe *fe, unsigned idx, bool on);
 /* Stop a ring; @base receives the backend's next avail index (state). */
 int uvn_vu_fe_get_vring_base(struct uvn_vu_fe *fe, unsigned idx, uint32_t *base);
+/*
+ * INFLIGHT_SHMFD (only when negotiated): GET_INFLIGHT_FD for @num_queues
+ * rings of @queue_size entries; the region's description goes to @out and
+ * its fd to @fd (the caller's to close). @return 0, -EIO (declined: no
+ * region), -ENOTSUP (not negotiated), or the connection's error
+ */
+int uvn_vu_fe_get_inflight(struct uvn_vu_fe *fe, unsigned num_queues, unsigned queue_size,
+			   struct uvn_vu_inflight *out, int *fd);
+/* SET_INFLIGHT_FD: give a region (from an earlier backend) to this one. @fd stays ours. */
+int uvn_vu_fe_set_inflight(struct uvn_vu_fe *fe, const struct uvn_vu_inflight *desc, int fd);
+
 /* SET_STATUS, then GET_STATUS to check it took (only with the STATUS protocol feature). */
 int uvn_vu_fe_set_status(struct uvn_vu_fe *fe, uint8_t status);
 
