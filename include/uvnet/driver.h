@@ -41,6 +41,42 @@
  * socket closed) or -EPROTO (the backend wrote something invalid into a
  * ring) from then on; uvn_drv_close() still returns every buffer.
  *
+ * Reconnecting (uvn_drv_cfg::reconnect, split rings): when the backend
+ * goes away (killed, restarted, upgraded), the instance keeps its rings,
+ * buffers and packets; the link is down (uvn_drv_link_up(), the link_cb
+ * callback). The queues keep working on their rings meanwhile: uvn_rx_burst()
+ * returns the frames the old backend finished, then none; uvn_tx_burst()
+ * takes packets until the ring is full (0 taken after that), and they go
+ * out once the link is back. Control requests (queue pairs, MAC,
+ * promiscuous mode) return -EAGAIN while down. Once a backend is there
+ * again the driver negotiates the same virtio features (a backend that no
+ * longer offers one of them, or fewer queues, fails the instance with
+ * -ENOTSUP, counted in uvn_drv_link_stats::err_features), shares the same
+ * memory, describes each ring at the base the backend must resume from,
+ * replays the control state (queue pairs, MAC) and kicks every ring.
+ * The base is the ring's used index, as QEMU does:
+ *  - with INFLIGHT_SHMFD the driver asked for the in-flight region at open
+ *    (GET_INFLIGHT_FD) and hands it to each new backend (SET_INFLIGHT_FD):
+ *    the chains the dead backend held are processed first, the rest from
+ *    the avail ring: nothing is lost or completed twice, in any order the
+ *    backend completed them;
+ *  - without it, the new backend takes every chain from the used index on:
+ *    the driver first rewrites the avail slots from the used index up to
+ *    the published one so they hold exactly the chains the old backend had
+ *    not completed (it may have completed them out of order: uvnetd's
+ *    zero-copy does), as QEMU's virtio does not. Chains the old one had
+ *    taken and not finished are processed again: a frame sent just before
+ *    the crash may go out twice, the rx buffers it held are filled again.
+ *    The rewrite is done by each ring's own thread at its next call
+ *    (burst, reclaim or wait: the reconnect thread wakes waiters), so the
+ *    data path takes no lock: keep calling every queue in use while the
+ *    link is down. A ring whose thread does not call within timeout_ms is
+ *    resumed as it is (counted: fix_skipped). With IN_ORDER negotiated the
+ *    chains complete in order and nothing is rewritten.
+ * Either way every tx packet is freed exactly once, every rx buffer comes
+ * back or stays posted: a restart costs the frames in flight, nothing more.
+ * Packed rings do not reconnect yet: the instance stops (-ENOTCONN).
+ *
  * The seed optimizations are run-time switches (uvn_drv_set_opt()), the
  * better setting by default:
  *  - deferred rx allocation (seed 000): rx rings hold raw buffers from a
@@ -140,6 +176,24 @@ struct uvn_drv_cfg {
 	unsigned tx_free_thresh;        /**< reclaim used tx buffers when fewer descriptors than
 					 *   this are free; default 32 */
 	size_t app_mem_bytes;           /**< shared memory for uvn_drv_mem_alloc(); default 4 MB */
+	/**
+	 * Survive a backend restart (split rings; see "Reconnecting" below):
+	 * a thread of the instance watches the connection and, when the
+	 * backend goes away, connects again (client) or waits for it to
+	 * connect again (server), forever, until uvn_drv_stop(). Default off:
+	 * a lost backend stops the instance (-ENOTCONN).
+	 */
+	bool reconnect;
+	/** Do not negotiate VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD even if offered
+	 *  (it is asked for only with @c reconnect: nothing else needs it). */
+	bool no_inflight;
+	/**
+	 * Called on the reconnect thread each time the link goes down (@p up
+	 * false) or comes back (@p up true). Must not block long; must not call
+	 * uvn_drv_stop()/uvn_drv_close(). NULL: none.
+	 */
+	void (*link_cb)(void *arg, bool up);
+	void *link_arg;
 };
 
 /** Run-time options (uvn_drv_set_opt()). */
@@ -164,7 +218,8 @@ void uvn_drv_cfg_init(struct uvn_drv_cfg *cfg);
  * event_idx, ctrl_vq (0 adds the bit to features_off), poll, mtu,
  * mac=xx:xx:xx:xx:xx:xx, no_huge, timeout_ms, rx_pkts, tx_pkts,
  * deferred_alloc=on|off, mrg_sizing=hdr_mtu|ewma|mtu_only,
- * desc_cache=on|off, desc_cache_thr=N, tx_free_thresh=N. Booleans take
+ * desc_cache=on|off, desc_cache_thr=N, tx_free_thresh=N, reconnect,
+ * inflight (0 sets no_inflight). Booleans take
  * 1/0, on/off, yes/no, true/false. The path string is not copied.
  * @return 0, or -EINVAL (and @p err, if not NULL, points at the bad item)
  */
@@ -295,8 +350,32 @@ int uvn_drv_sock_fd(const struct uvn_drv *d);
  */
 int uvn_drv_check(struct uvn_drv *d);
 
-/** @return 0, or the error that stopped the instance (-ENOTCONN, -EPROTO). */
+/** @return 0, or the error that stopped the instance (-ENOTCONN, -EPROTO; -ENOTSUP:
+ *  a reconnected backend no longer offered the features negotiated). */
 int uvn_drv_error(const struct uvn_drv *d);
+
+/** @return true while a backend is connected and the rings are running. Any thread. */
+bool uvn_drv_link_up(const struct uvn_drv *d);
+
+/** Reconnection counters (uvn_drv_cfg::reconnect). */
+struct uvn_drv_link_stats {
+	uint64_t disconnects;    /**< the backend went away */
+	uint64_t reconnects;     /**< the link came back */
+	uint64_t attempts_failed;/**< connections that failed during set-up (tried again) */
+	uint64_t err_features;   /**< a backend offered fewer features or queues: instance failed */
+	uint64_t inflight_sets;  /**< SET_INFLIGHT_FD sent (the region handed to a new backend) */
+	uint64_t resubmitted;    /**< without the region: avail slots rewritten so the new backend
+				  *   takes the chains the dead one left (it completed out of order) */
+	uint64_t err_resubmit;   /**< rings whose state did not add up (left as they were) */
+	uint64_t fix_skipped;    /**< rings whose thread did not call in within timeout_ms */
+	uint64_t last_down_us;   /**< how long the last reconnect took (socket lost to link up) */
+	/** Chains the backend still held when uvn_drv_stop() stopped the rings
+	 *  (its avail index past the used index; split rings): 0 once traffic is quiet. */
+	uint64_t held_at_stop;
+};
+
+/** Copy the reconnection counters. Any thread (a snapshot, not atomic as a whole). */
+void uvn_drv_link_stats(const struct uvn_drv *d, struct uvn_drv_link_stats *out);
 
 /** Set a run-time option for every queue. @return 0 or -EINVAL */
 int uvn_drv_set_opt(struct uvn_drv *d, enum uvn_drv_opt opt, unsigned value);

@@ -417,3 +417,69 @@ void *uvn_split_drv_detach_unused(struct uvn_vq_drv *vq)
 		vq->in_batch = false;
 	return token;
 }
+
+/*
+ * After the device died and before another one starts from the used index
+ * (vhost-user reconnect without an in-flight region): make the avail slots
+ * from the used index up to the published index hold exactly the chains
+ * the dead device had not completed. A device that completed chains out of
+ * order leaves there chains it completed and misses older ones it still
+ * held; the next device, starting at the used index, would return the first
+ * twice and never the second. The published chains not completed are ours
+ * to know: published (not this epoch), not yet returned, and not named by a
+ * used entry we have not read yet. Their number must be the slots' number;
+ * if not (the dead device wrote nonsense) nothing is changed.
+ * Declared in net/driver/drv.h: the ring's one user that reconnects.
+ * @mark, @list: scratch of num bytes and num entries (no allocation here).
+ * @return slots rewritten, or -1 if the ring's state does not add up
+ */
+int uvn_split_drv_resubmit(struct uvn_vq_drv *vq, uint8_t *mark, uint16_t *list);
+int uvn_split_drv_resubmit(struct uvn_vq_drv *vq, uint8_t *mark, uint16_t *list)
+{
+	uint16_t used = uvn_load_acquire16(&vq->split.used->idx);
+	uint16_t published = uvn_load_acquire16(&vq->split.avail->idx);
+	uint16_t n = (uint16_t)(published - used), k = 0, changed = 0;
+
+	if (vq->in_order || vq->packed || n == 0)
+		return 0;
+	if ((uint16_t)(used - vq->split.last_used) > vq->num || n > vq->num)
+		return -1;
+	/* 1: still ours to take back; 2: completed, entry not read yet. */
+	for (unsigned h = 0; h < vq->num; h++)
+		mark[h] = uvn_drv_returnable(vq, &vq->state[h]);
+	for (uint16_t i = vq->split.last_used; i != used; i++) {
+		uint32_t id = le32toh(vq->split.used->ring[i & (vq->num - 1)].id);
+
+		if (id < vq->num && mark[id] == 1)
+			mark[id] = 2;
+	}
+	for (unsigned h = 0; h < vq->num; h++)
+		k = (uint16_t)(k + (mark[h] == 1));
+	if (k != n)
+		return -1;
+	/* Keep the order they were made available in where the slots still
+	 * tell it (a head's latest slot of the last lap), the ones whose slot
+	 * was reused since (held longest) first. Gathered before writing: the
+	 * slots written are among the ones read. */
+	k = n;
+	for (unsigned c = 0; c < vq->num; c++) {
+		uint16_t h = uvn_rd16(&vq->split.avail->ring[(uint16_t)(published - 1 - c) & (vq->num - 1)]);
+
+		if (h < vq->num && mark[h] == 1) {
+			mark[h] = 3;
+			list[--k] = h;
+		}
+	}
+	for (unsigned h = 0, j = 0; h < vq->num && j < k; h++)
+		if (mark[h] == 1)
+			list[j++] = (uint16_t)h;
+	for (k = 0; k < n; k++) {
+		uint16_t *slot = &vq->split.avail->ring[(uint16_t)(used + k) & (vq->num - 1)];
+
+		if (uvn_rd16(slot) != list[k]) {
+			uvn_wr16(slot, list[k]);
+			changed++;
+		}
+	}
+	return changed;
+}

@@ -139,6 +139,13 @@ static int apply(struct uvn_drv_cfg *cfg, char *key, char *v)
 	BOOL("no_huge", no_huge);
 	BOOL("deferred_alloc", deferred_alloc);
 	BOOL("desc_cache", desc_cache);
+	BOOL("reconnect", reconnect);
+	if (!strcmp(key, "inflight")) {
+		if (parse_bool(v, &b))
+			return -EINVAL;
+		cfg->no_inflight = !b;
+		return 0;
+	}
 	UINT("queues", queue_pairs, UVN_DRV_MAX_QUEUE_PAIRS);
 	UINT("queue_size", queue_size, UVN_VQ_MAX_SIZE);
 	UINT("mtu", mtu, 65535);

@@ -6,7 +6,9 @@
  * answers leaves the command in its ring: the queue is then not used again
  * (its buffer is still the backend's), and later commands fail at once.
  */
+#include <endian.h>
 #include <errno.h>
+#include <string.h>
 #include <poll.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,7 +37,7 @@ int drv_ctrl_cmd(struct uvn_drv *d, uint8_t class, uint8_t cmd, const void *data
 	struct uvn_vq_done done;
 	int err = drv_err(d), n;
 
-	if (err)
+	if (err < 0)
 		return err;
 	if (!d->has_ctrl)
 		return -ENOTSUP;
@@ -99,19 +101,38 @@ int drv_ctrl_cmd(struct uvn_drv *d, uint8_t class, uint8_t cmd, const void *data
 	return *ack == VIRTIO_NET_OK ? 0 : -EIO;
 }
 
+/* The application's commands: one at a time with the reconnect thread's
+ * replay, and none while the link is down (its replay sends the state). */
+static int app_cmd(struct uvn_drv *d, uint8_t class, uint8_t cmd, const void *data, size_t len)
+{
+	int ret;
+
+	pthread_mutex_lock(&d->ctrl_lock);
+	ret = drv_err(d) < 0 ? drv_err(d) : !uvn_drv_link_up(d) ? -EAGAIN
+		: drv_ctrl_cmd(d, class, cmd, data, len);
+	if (!ret) {
+		if (class == VIRTIO_NET_CTRL_MQ)
+			d->pairs_on = le16toh(*(const uint16_t *)data);
+		else if (class == VIRTIO_NET_CTRL_RX)
+			d->promisc = *(const uint8_t *)data;
+		else if (class == VIRTIO_NET_CTRL_MAC) {
+			memcpy(d->cfg.mac, data, 6);
+			d->cfg.mac_set = true;
+		}
+	}
+	pthread_mutex_unlock(&d->ctrl_lock);
+	return ret;
+}
+
 int uvn_drv_set_queue_pairs(struct uvn_drv *d, unsigned pairs)
 {
 	uint16_t n = htole16((uint16_t)pairs);
-	int ret;
 
 	if (!(d->features & (1ull << VIRTIO_NET_F_MQ)))
 		return pairs == 1 ? 0 : -ENOTSUP;
 	if (pairs == 0 || pairs > d->pairs)
 		return -EINVAL;
-	ret = drv_ctrl_cmd(d, VIRTIO_NET_CTRL_MQ, VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET, &n, sizeof(n));
-	if (!ret)
-		d->pairs_on = pairs;
-	return ret;
+	return app_cmd(d, VIRTIO_NET_CTRL_MQ, VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET, &n, sizeof(n));
 }
 
 int uvn_drv_set_promisc(struct uvn_drv *d, bool on)
@@ -120,19 +141,12 @@ int uvn_drv_set_promisc(struct uvn_drv *d, bool on)
 
 	if (!(d->features & (1ull << VIRTIO_NET_F_CTRL_RX)))
 		return -ENOTSUP;
-	return drv_ctrl_cmd(d, VIRTIO_NET_CTRL_RX, VIRTIO_NET_CTRL_RX_PROMISC, &v, 1);
+	return app_cmd(d, VIRTIO_NET_CTRL_RX, VIRTIO_NET_CTRL_RX_PROMISC, &v, 1);
 }
 
 int uvn_drv_set_mac(struct uvn_drv *d, const uint8_t mac[6])
 {
-	int ret;
-
 	if (!(d->features & (1ull << VIRTIO_NET_F_CTRL_MAC_ADDR)))
 		return -ENOTSUP;
-	ret = drv_ctrl_cmd(d, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET, mac, 6);
-	if (!ret) {
-		memcpy(d->cfg.mac, mac, 6);
-		d->cfg.mac_set = true;
-	}
-	return ret;
+	return app_cmd(d, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET, mac, 6);
 }

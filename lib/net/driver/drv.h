@@ -17,6 +17,7 @@
 #ifndef UVN_NET_DRIVER_DRV_H
 #define UVN_NET_DRIVER_DRV_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include <linux/virtio_net.h>
@@ -106,7 +107,19 @@ struct drv_ring {
 	int kick_fd, call_fd;   /* -1 when polling */
 	unsigned idle;          /* bursts without progress since the last connection check */
 	struct drv_desc_cache cache;
+	/* Reconnect without an in-flight region: the avail slots are put right
+	 * by the ring's own thread (link.c, drv_gate()), in this scratch. */
+	_Atomic int fix;        /* DRV_FIX_* */
+	int fix_result;         /* slots rewritten, or -1 */
+	uint8_t *fix_mark;
+	uint16_t *fix_list;
 };
+
+enum { DRV_FIX_NONE, DRV_FIX_REQ, DRV_FIX_BUSY, DRV_FIX_DONE, DRV_FIX_SKIP };
+
+/* d->err while the reconnect thread waits for each ring's thread to put
+ * its ring right (never returned to the application). */
+#define DRV_PAUSE 1
 
 /* Big mode: the pages of one posted chain (deferred allocation). */
 struct drv_big_rec {
@@ -191,6 +204,18 @@ struct uvn_drv {
 	struct drv_ring ctrl;
 	uint8_t *ctrl_buf;          /* command and ack, in the arena */
 	bool ctrl_dead;             /* a command was never answered */
+	bool promisc;               /* the last promiscuous mode set (replayed on reconnect) */
+	uint64_t proto;             /* vhost-user protocol features negotiated */
+	/* Reconnection (link.c). The reconnect thread alone uses fe after open. */
+	pthread_mutex_t ctrl_lock;  /* the control queue, link_st: app control vs reconnect thread */
+	_Atomic int sock_fd;        /* the connected socket, -1 while down */
+	_Atomic bool link_up;
+	int stop_fd;                /* eventfd: the reconnect thread must end */
+	pthread_t link_thread;
+	bool link_thread_on;
+	int inflight_fd;            /* the in-flight region, kept across backends; -1: none */
+	struct uvn_vu_inflight inflight;
+	struct uvn_drv_link_stats link_st;
 };
 
 static inline unsigned drv_opt(const struct uvn_drv *d, enum uvn_drv_opt o)
@@ -198,10 +223,15 @@ static inline unsigned drv_opt(const struct uvn_drv *d, enum uvn_drv_opt o)
 	return atomic_load_explicit(&d->opt[o], memory_order_relaxed);
 }
 
+/* 0, a negative errno, or DRV_PAUSE: the bursts test it for non-zero only. */
 static inline int drv_err(const struct uvn_drv *d)
 {
 	return atomic_load_explicit(&d->err, memory_order_relaxed);
 }
+
+/* A burst on ring @r found drv_err() non-zero: put the ring right if the
+ * reconnect thread asks for it. @return 0 to go on, or the error */
+int drv_gate(struct uvn_drv *d, struct drv_ring *r);
 
 /* Stop the instance with @err (-ENOTCONN, -EPROTO) unless already stopped. @return the error */
 int drv_fail(struct uvn_drv *d, int err, const char *why);
@@ -275,6 +305,19 @@ void drv_txq_fini(struct drv_txq *tq);
 
 /* ctrl.c: send one command, wait for its ack. @return 0, -EIO, -ETIMEDOUT, ... */
 int drv_ctrl_cmd(struct uvn_drv *d, uint8_t class, uint8_t cmd, const void *data, size_t len);
+
+/* open.c: the vhost-user set-up of a connection (features set onwards);
+ * @resume: the rings run already (reconnect). */
+int drv_start(struct uvn_drv *d, bool resume);
+/* The vhost-user protocol features the driver asks for. */
+uint64_t drv_proto_want(const struct uvn_drv *d);
+
+/* lib/ring/split_drv.c (not in the ring API: only a reconnecting driver needs it). */
+int uvn_split_drv_resubmit(struct uvn_vq_drv *vq, uint8_t *mark, uint16_t *list);
+
+/* link.c: the reconnect thread. */
+int drv_link_start(struct uvn_drv *d);
+void drv_link_stop(struct uvn_drv *d);
 
 /* Ring helpers shared by the queue kinds (open.c). */
 /* @fds: kick and call eventfds (always for the control queue, else unless polling). */

@@ -67,7 +67,7 @@ uint64_t uvn_drv_features(const struct uvn_drv *d)
 
 uint64_t uvn_drv_protocol_features(const struct uvn_drv *d)
 {
-	return d->fe ? uvn_vu_fe_protocol_features(d->fe) : 0;
+	return d->proto;
 }
 
 enum uvn_rx_mode uvn_drv_rx_mode(const struct uvn_drv *d)
@@ -87,12 +87,14 @@ bool uvn_drv_has_ctrl(const struct uvn_drv *d)
 
 int uvn_drv_error(const struct uvn_drv *d)
 {
-	return drv_err(d);
+	int err = drv_err(d);
+
+	return err < 0 ? err : 0;
 }
 
 int uvn_drv_sock_fd(const struct uvn_drv *d)
 {
-	return d->fe ? uvn_vu_fe_fd(d->fe) : -1;
+	return atomic_load_explicit(&((struct uvn_drv *)d)->sock_fd, memory_order_relaxed);
 }
 
 unsigned uvn_drv_mrg_buf_len(const struct uvn_drv *d, unsigned q)

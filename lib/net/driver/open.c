@@ -6,6 +6,7 @@
  * take every buffer back, disconnect. Options, statistics and queries
  * are in info.c.
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,13 +23,26 @@
 
 #define F(b) (1ull << (b))
 
+/* The in-flight region serves only a backend that comes back: without
+ * reconnecting it would cost the backend a write per chain for nothing. */
+uint64_t drv_proto_want(const struct uvn_drv *d)
+{
+	bool inflight = d->cfg.reconnect && !d->cfg.no_inflight;
+
+	return PROTO_WANT | (inflight ? 1ull << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD : 0);
+}
+
 int drv_fail(struct uvn_drv *d, int err, const char *why)
 {
 	int expected = 0;
 
-	if (atomic_compare_exchange_strong(&d->err, &expected, err) && why)
+	/* A pause for a reconnect gives way to the error. */
+	while (!atomic_compare_exchange_strong(&d->err, &expected, err))
+		if (expected != DRV_PAUSE)
+			return expected;
+	if (why)
 		UVN_ERR("uvnet driver %s: %s", d->path, why);
-	return drv_err(d);
+	return err;
 }
 
 void *drv_arena_alloc(struct uvn_drv *d, size_t size, size_t align)
@@ -186,9 +200,32 @@ void drv_ring_destroy(struct uvn_drv *d, struct drv_ring *r)
 	if (r->call_fd >= 0)
 		close(r->call_fd);
 	r->kick_fd = r->call_fd = -1;
+	free(r->fix_mark);
+	free(r->fix_list);
+	r->fix_mark = NULL;
+	r->fix_list = NULL;
 }
 
-/* Describe a ring to the backend and start it. */
+/* The used index the device published in a split ring (ours to read: no
+ * backend runs while the ring is being described). */
+static uint16_t split_used_idx(const struct drv_ring *r)
+{
+	struct uvn_vq_layout l;
+	const uint16_t *idx;
+
+	uvn_vq_layout(false, r->num, &l);
+	idx = (const uint16_t *)((const char *)r->mem + l.device + 2);
+	return le16toh(__atomic_load_n(idx, __ATOMIC_ACQUIRE));
+}
+
+/*
+ * Describe a ring to the backend and start it. Where the backend starts
+ * reading: the ring's beginning at open (packed: wrap counter 1), not where
+ * we are now (rx buffers are already posted); after a reconnect, the used
+ * index, as QEMU does: the chains from there on are the new backend's to
+ * take again (or, with INFLIGHT_SHMFD, it takes the ones its predecessor
+ * held first and puts its avail index past them itself).
+ */
 static int ring_start(struct uvn_drv *d, struct drv_ring *r)
 {
 	struct uvn_vq_layout l;
@@ -198,10 +235,8 @@ static int ring_start(struct uvn_drv *d, struct drv_ring *r)
 
 	uvn_vq_layout(packed, r->num, &l);
 	ret = uvn_vu_fe_set_vring_num(d->fe, r->idx, r->num);
-	/* Where the backend starts reading: the ring's beginning (packed: wrap
-	 * counter 1), not where we are now: rx buffers are already posted. */
 	if (!ret)
-		ret = uvn_vu_fe_set_vring_base(d->fe, r->idx, packed ? 1u << 15 : 0);
+		ret = uvn_vu_fe_set_vring_base(d->fe, r->idx, packed ? 1u << 15 : split_used_idx(r));
 	if (!ret)
 		ret = uvn_vu_fe_set_vring_addr(d->fe, r->idx, base + l.desc, base + l.driver,
 					       base + l.device);
@@ -209,6 +244,49 @@ static int ring_start(struct uvn_drv *d, struct drv_ring *r)
 		ret = uvn_vu_fe_set_vring_call(d->fe, r->idx, r->call_fd);
 	if (!ret)
 		ret = uvn_vu_fe_set_vring_kick(d->fe, r->idx, r->kick_fd);
+	return ret;
+}
+
+static void ring_kick(const struct drv_ring *r)
+{
+	uint64_t one = 1;
+
+	if (r->kick_fd >= 0 && write(r->kick_fd, &one, sizeof(one)) < 0)
+		(void)0; /* only at a full counter: a kick is pending anyway */
+}
+
+/* Rings one past the highest index we use: the in-flight region's queue count. */
+static unsigned ring_count(const struct uvn_drv *d)
+{
+	return d->has_ctrl ? d->ctrl.idx + 1 : 2 * d->pairs;
+}
+
+/*
+ * INFLIGHT_SHMFD: the region is asked for once, at the first start, and
+ * kept (its fd) for as long as the instance lives; every backend gets it,
+ * the first too (as QEMU does), so the one after a crash finds what its
+ * predecessor held. A backend that declines gives no region: we run
+ * without (the base alone then decides, see driver.h).
+ */
+static int inflight_setup(struct uvn_drv *d)
+{
+	int ret;
+
+	if (!(d->proto & F(VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD)))
+		return 0;
+	if (d->inflight_fd < 0) {
+		ret = uvn_vu_fe_get_inflight(d->fe, ring_count(d), d->cfg.queue_size, &d->inflight,
+					     &d->inflight_fd);
+		if (ret == -EIO) {
+			UVN_WARN("uvnet driver %s: the backend declined GET_INFLIGHT_FD", d->path);
+			return 0;
+		}
+		if (ret)
+			return ret;
+	}
+	ret = uvn_vu_fe_set_inflight(d->fe, &d->inflight, d->inflight_fd);
+	if (!ret)
+		d->link_st.inflight_sets++; /* under ctrl_lock on a reconnect; no thread at open */
 	return ret;
 }
 
@@ -337,7 +415,7 @@ static int create_queues(struct uvn_drv *d)
 	return 0;
 }
 
-static int start(struct uvn_drv *d)
+int drv_start(struct uvn_drv *d, bool resume)
 {
 	struct uvn_mem_region_desc region;
 	int fd = uvn_arena_fd(d->arena), ret;
@@ -354,9 +432,14 @@ static int start(struct uvn_drv *d)
 	uvn_arena_region(d->arena, &region);
 	if (!ret)
 		ret = uvn_vu_fe_set_mem(d->fe, &region, &fd, 1);
+	/* Before any ring starts: the backend attaches each ring's slice then. */
+	if (!ret)
+		ret = inflight_setup(d);
 	for (unsigned q = 0; q < d->pairs && !ret; q++) {
-		/* rx buffers are posted before the ring starts: the backend sees them at once. */
-		drv_rxq_fill(&d->rxq[q]);
+		/* rx buffers are posted before the ring starts: the backend sees
+		 * them at once. On a reconnect the queue's thread owns the ring. */
+		if (!resume)
+			drv_rxq_fill(&d->rxq[q]);
 		ret = ring_start(d, &d->rxq[q].r);
 		if (!ret)
 			ret = ring_start(d, &d->txq[q].r);
@@ -375,25 +458,34 @@ static int start(struct uvn_drv *d)
 					   VIRTIO_CONFIG_S_DRIVER_OK);
 	if (ret)
 		return ret;
-	/* A backend that missed nothing still learns that rx buffers wait. */
-	for (unsigned q = 0; q < d->pairs; q++)
-		if (d->rxq[q].r.kick_fd >= 0) {
-			uint64_t one = 1;
-
-			if (write(d->rxq[q].r.kick_fd, &one, sizeof(one)) < 0)
-				return -errno;
-		}
-	d->pairs_on = 1;
+	/* A backend that missed nothing still learns that buffers wait (after
+	 * a reconnect: tx chains queued meanwhile too). */
+	for (unsigned q = 0; q < d->pairs; q++) {
+		ring_kick(&d->rxq[q].r);
+		if (resume)
+			ring_kick(&d->txq[q].r);
+	}
+	if (resume && d->has_ctrl)
+		ring_kick(&d->ctrl);
+	/* The control state: a new backend knows none of it. */
+	if (!resume)
+		d->pairs_on = 1;
 	if (d->features & F(VIRTIO_NET_F_MQ)) {
-		uint16_t n = htole16((uint16_t)d->pairs);
+		uint16_t n = htole16((uint16_t)(resume ? d->pairs_on : d->pairs));
 
 		ret = drv_ctrl_cmd(d, VIRTIO_NET_CTRL_MQ, VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET, &n, sizeof(n));
 		if (ret)
 			return ret;
 	}
-	d->pairs_on = d->pairs;
+	if (!resume)
+		d->pairs_on = d->pairs;
 	if (d->cfg.mac_set && (d->features & F(VIRTIO_NET_F_CTRL_MAC_ADDR)))
 		ret = drv_ctrl_cmd(d, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET, d->cfg.mac, 6);
+	if (!ret && resume && d->promisc) {
+		uint8_t on = 1;
+
+		ret = drv_ctrl_cmd(d, VIRTIO_NET_CTRL_RX, VIRTIO_NET_CTRL_RX_PROMISC, &on, 1);
+	}
 	return ret;
 }
 
@@ -410,6 +502,10 @@ int uvn_drv_open(const struct uvn_drv_cfg *cfg, struct uvn_drv **out)
 		return -ENOMEM;
 	d->cfg = *cfg;
 	d->ctrl.kick_fd = d->ctrl.call_fd = -1;
+	d->inflight_fd = d->stop_fd = -1;
+	atomic_init(&d->sock_fd, -1);
+	atomic_init(&d->link_up, false);
+	pthread_mutex_init(&d->ctrl_lock, NULL);
 	snprintf(d->path, sizeof(d->path), "%s", cfg->path);
 	d->cfg.path = d->path;
 	if (!d->cfg.rx_pkts)
@@ -429,12 +525,15 @@ int uvn_drv_open(const struct uvn_drv_cfg *cfg, struct uvn_drv **out)
 	if (ret) {
 		UVN_ERR("uvnet driver %s: %s: %s", d->path, cfg->server ? "no backend connected"
 			: "cannot connect", strerror(-ret));
+		pthread_mutex_destroy(&d->ctrl_lock);
 		free(d);
 		return ret;
 	}
+	atomic_store(&d->sock_fd, uvn_vu_fe_fd(d->fe));
 	ret = uvn_vu_fe_set_owner(d->fe);
 	if (!ret)
-		ret = uvn_vu_fe_negotiate(d->fe, PROTO_WANT, &d->offered, &d->max_pairs);
+		ret = uvn_vu_fe_negotiate(d->fe, drv_proto_want(d), &d->offered, &d->max_pairs);
+	d->proto = uvn_vu_fe_protocol_features(d->fe);
 	if (!ret)
 		ret = choose_features(d);
 	if (!ret)
@@ -445,7 +544,12 @@ int uvn_drv_open(const struct uvn_drv_cfg *cfg, struct uvn_drv **out)
 		ret = create_queues(d);
 	}
 	if (!ret)
-		ret = start(d);
+		ret = drv_start(d, false);
+	if (!ret) {
+		atomic_store(&d->link_up, true);
+		if (cfg->reconnect)
+			ret = drv_link_start(d);
+	}
 	if (ret) {
 		if (!drv_err(d))
 			atomic_store(&d->err, -ENOTCONN);
@@ -462,8 +566,12 @@ static void ring_stop(struct uvn_drv *d, struct drv_ring *r)
 {
 	uint32_t base;
 
-	if (r->vq && !uvn_vu_fe_error(d->fe))
-		uvn_vu_fe_get_vring_base(d->fe, r->idx, &base);
+	if (!r->vq || uvn_vu_fe_error(d->fe) || uvn_vu_fe_get_vring_base(d->fe, r->idx, &base))
+		return;
+	/* What the backend took and never gave back (split: its avail index
+	 * against the used index it published). */
+	if (d->cfg.ring == UVN_RING_SPLIT)
+		d->link_st.held_at_stop += (uint16_t)((uint16_t)base - split_used_idx(r));
 }
 
 void uvn_drv_stop(struct uvn_drv *d)
@@ -471,6 +579,9 @@ void uvn_drv_stop(struct uvn_drv *d)
 	if (d->stopped)
 		return;
 	d->stopped = true;
+	/* The reconnect thread first: the connection is ours alone from here. */
+	drv_link_stop(d);
+	atomic_store(&d->link_up, false);
 	/* The backend stops using the rings before we take the buffers back. */
 	for (unsigned q = 0; d->fe && d->rxq && q < d->pairs; q++) {
 		ring_stop(d, &d->rxq[q].r);
@@ -490,6 +601,7 @@ void uvn_drv_stop(struct uvn_drv *d)
 			;
 	uvn_vu_fe_destroy(d->fe);
 	d->fe = NULL;
+	atomic_store(&d->sock_fd, -1);
 }
 
 void uvn_drv_close(struct uvn_drv *d)
@@ -507,5 +619,8 @@ void uvn_drv_close(struct uvn_drv *d)
 	free(d->rxq);
 	free(d->txq);
 	uvn_arena_destroy(d->arena);
+	if (d->inflight_fd >= 0)
+		close(d->inflight_fd);
+	pthread_mutex_destroy(&d->ctrl_lock);
 	free(d);
 }

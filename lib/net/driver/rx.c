@@ -485,11 +485,11 @@ int uvn_rx_burst(struct uvn_drv *d, unsigned q, struct uvn_pkt **pkts, unsigned 
 	unsigned got = 0;
 	int err = drv_err(d), r;
 
-	if (UVN_UNLIKELY(err))
-		return err;
 	if (UVN_UNLIKELY(q >= d->pairs))
 		return -EINVAL;
 	rq = &d->rxq[q];
+	if (UVN_UNLIKELY(err) && (err = drv_gate(d, &rq->r)))
+		return err;
 	/* A mergeable frame takes at least one buffer: n buffers never make
 	 * more than n frames. */
 	while (got < n) {

@@ -118,10 +118,10 @@ int uvn_tx_reclaim(struct uvn_drv *d, unsigned q)
 {
 	int err = drv_err(d);
 
-	if (err)
-		return err;
 	if (q >= d->pairs)
 		return -EINVAL;
+	if (err && (err = drv_gate(d, &d->txq[q].r)))
+		return err;
 	return reclaim(&d->txq[q]);
 }
 
@@ -303,11 +303,11 @@ int uvn_tx_burst(struct uvn_drv *d, unsigned q, struct uvn_pkt *const *pkts, uns
 	uint64_t fast_bytes = 0;
 	int err = drv_err(d), r;
 
-	if (UVN_UNLIKELY(err))
-		return err;
 	if (UVN_UNLIKELY(q >= d->pairs))
 		return -EINVAL;
 	tq = &d->txq[q];
+	if (UVN_UNLIKELY(err) && (err = drv_gate(d, &tq->r)))
+		return err;
 	if (uvn_vq_drv_num_free(tq->r.vq) < drv_opt(d, UVN_OPT_TX_FREE_THRESH)) {
 		r = reclaim(tq);
 		if (UVN_UNLIKELY(r < 0))

@@ -50,8 +50,12 @@ int uvn_drv_check(struct uvn_drv *d)
 	char c;
 	ssize_t n;
 
-	if (err)
+	if (err < 0)
 		return err;
+	/* Reconnecting: the link thread watches the socket, and a lost backend
+	 * is a link down, not the end. */
+	if (d->cfg.reconnect)
+		return 0;
 	if (p.fd < 0 || poll(&p, 1, 0) <= 0)
 		return 0;
 	if (p.revents & (POLLERR | POLLNVAL))
@@ -96,14 +100,14 @@ static int wait_ring(struct uvn_drv *d, struct drv_ring *r, int timeout_ms, uint
 	int64_t deadline = now_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
 	int err = drv_err(d);
 
-	if (err)
+	if (err && (err = drv_gate(d, r)))
 		return err;
 	if (r->call_fd < 0)
 		return -ENOTSUP;
 	for (;;) {
 		struct pollfd p[2] = {
 			{ .fd = r->call_fd, .events = POLLIN },
-			{ .fd = uvn_drv_sock_fd(d), .events = POLLIN },
+			{ .fd = d->cfg.reconnect ? -1 : uvn_drv_sock_fd(d), .events = POLLIN },
 		};
 		int left = timeout_ms < 0 ? -1 : (int)(deadline - now_ms());
 
@@ -133,6 +137,9 @@ static int wait_ring(struct uvn_drv *d, struct drv_ring *r, int timeout_ms, uint
 			if (err)
 				return err;
 		}
+		/* The reconnect thread wakes us through the call fd when it needs the ring. */
+		if (drv_err(d) && (err = drv_gate(d, r)))
+			return err;
 		err = uvn_vq_drv_error(r->vq);
 		if (err)
 			return drv_ring_error(d, r, err);
@@ -162,13 +169,13 @@ int uvn_rx_fd(struct uvn_drv *d, unsigned q)
 
 bool uvn_rx_arm(struct uvn_drv *d, unsigned q)
 {
-	if (q >= d->pairs || drv_err(d))
+	if (q >= d->pairs || drv_err(d) < 0)
 		return false;
 	return uvn_vq_drv_enable_cb(d->rxq[q].r.vq);
 }
 
 void uvn_rx_disarm(struct uvn_drv *d, unsigned q)
 {
-	if (q < d->pairs && !drv_err(d))
+	if (q < d->pairs && drv_err(d) >= 0)
 		uvn_vq_drv_disable_cb(d->rxq[q].r.vq);
 }
