@@ -277,9 +277,32 @@ static int set_features(void *ctx, uint64_t features)
 	return 0;
 }
 
+/*
+ * After a migration the switch must learn at once that the guest is
+ * behind this port now, and the uplinks with it; a guest with
+ * GUEST_ANNOUNCE sends its own gratuitous ARP, one without it has QEMU
+ * ask us for a RARP from its MAC (as DPDK's vhost does). The frame goes in
+ * through rx queue 0 as if the guest had sent it: the FDB moves and the
+ * broadcast floods. The thread polling that queue is woken through the
+ * guest's kick eventfd (the frame waits there until the queue is ready).
+ */
+static void send_rarp(void *ctx, const uint8_t mac[6])
+{
+	struct vhost_port *v = ctx;
+	struct vq_slot *s = &v->tx[0];
+	uint64_t one = 1;
+
+	memcpy(v->rarp_mac, mac, sizeof(v->rarp_mac));
+	atomic_store_explicit(&v->rarp_pending, true, memory_order_release);
+	if (s->vu && s->vu->kick_fd >= 0 && !v->env.poll_mode &&
+	    write(s->vu->kick_fd, &one, sizeof(one)) != sizeof(one))
+		UVN_DEBUG("%s: cannot wake rx queue 0 for the RARP", v->base.name);
+}
+
 static const struct uvn_vu_device_ops device_ops = {
 	.queue_ready = queue_ready,
 	.set_features = set_features,
+	.send_rarp = send_rarp,
 };
 
 /* ----------------------------------------------------------- connection */
@@ -292,6 +315,12 @@ static uint64_t offered_features(const struct uvn_vhost_port_cfg *cfg)
 		     1ull << VIRTIO_NET_F_MTU | 1ull << VIRTIO_NET_F_MAC |
 		     1ull << VIRTIO_NET_F_STATUS | 1ull << VIRTIO_NET_F_CSUM |
 		     1ull << VIRTIO_NET_F_GUEST_CSUM;
+
+	/* The guest announces itself after a migration (QEMU's vhost-user net
+	 * passes this bit only if the backend offers it; without it QEMU
+	 * sends SEND_RARP). It needs CTRL_VQ, which QEMU's device has of its
+	 * own; other frontends (DPDK, our driver) drop it without one. */
+	f |= 1ull << VIRTIO_NET_F_GUEST_ANNOUNCE;
 
 	/* Offloads both ways: what a destination lacks is done in software
 	 * there (net/gso.h). Not UFO: that would mean IP fragmentation. */

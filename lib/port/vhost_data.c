@@ -6,6 +6,7 @@
  * locked only when the guest has fewer queues than there are senders.
  */
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "port/vhost_port.h"
@@ -13,15 +14,58 @@
 #include "util/json.h"
 #include "util/sys.h"
 
+/* RARP (RFC 903) as QEMU and DPDK announce a migrated guest: broadcast
+ * from its MAC, op 3 (request reverse), sender = target = its MAC, no
+ * protocol addresses; a minimum-size frame. */
+#define RARP_LEN 60
+#define ETH_P_RARP 0x8035
+
+static void rarp_frame(uint8_t *f, const uint8_t mac[6])
+{
+	static const uint8_t arp_hdr[8] = { 0, 1, 0x08, 0x00, 6, 4, 0, 3 };
+
+	memset(f, 0, RARP_LEN);
+	memset(f, 0xff, 6);
+	memcpy(f + 6, mac, 6);
+	f[12] = ETH_P_RARP >> 8;
+	f[13] = ETH_P_RARP & 0xff;
+	memcpy(f + 14, arp_hdr, sizeof(arp_hdr));
+	memcpy(f + 22, mac, 6);  /* sender hardware address */
+	memcpy(f + 32, mac, 6);  /* target hardware address */
+}
+
+/* The RARP SEND_RARP asked for, if one waits: @return 1 with it in *pkt. */
+static unsigned take_rarp(struct vhost_port *v, struct vq_slot *s, struct uvn_pkt **pkt)
+{
+	struct uvn_pkt *p;
+
+	if (!atomic_exchange_explicit(&v->rarp_pending, false, memory_order_acquire))
+		return 0;
+	p = uvn_pkt_alloc(s->small);
+	if (!p) {
+		/* no packet now: the next poll tries again */
+		atomic_store_explicit(&v->rarp_pending, true, memory_order_relaxed);
+		return 0;
+	}
+	rarp_frame(p->buf, v->rarp_mac);
+	uvn_pkt_set_buf(p, RARP_LEN);
+	atomic_fetch_add_explicit(&v->rarps, 1, memory_order_relaxed);
+	*pkt = p;
+	return 1;
+}
+
 static unsigned vhost_rx(struct uvn_port *port, unsigned q, struct uvn_pkt **pkts, unsigned n)
 {
 	struct vhost_port *v = (struct vhost_port *)port;
 	struct vq_slot *s = &v->tx[q];
-	unsigned got;
+	unsigned got = 0;
 
 	if (UVN_UNLIKELY(!s->vu))
 		return 0;
-	got = uvn_netdev_tx(&s->nq, s->small, s->big, pkts, n);
+	if (UVN_UNLIKELY(q == 0 && n && s->small &&
+			 atomic_load_explicit(&v->rarp_pending, memory_order_relaxed)))
+		got = take_rarp(v, s, pkts);
+	got += uvn_netdev_tx(&s->nq, s->small, s->big, pkts + got, n - got);
 	for (unsigned i = 0; i < got; i++) {
 		pkts[i]->port = port->id;
 		pkts[i]->queue = (uint16_t)q;

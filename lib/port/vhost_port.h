@@ -58,6 +58,12 @@ struct vhost_port {
 	uint64_t discarded;         /* frames of disabled TX rings, dropped */
 	uint64_t ctrl_self_kicks;   /* kicks the port gave its own control queue (not counted) */
 	_Atomic uint64_t dropped_down; /* frames sent while no queue was ready */
+	/* SEND_RARP (after a migration): the control thread sets the MAC, then
+	 * rarp_pending; the thread polling rx queue 0 builds the frame and
+	 * takes it in as the guest's own. */
+	uint8_t rarp_mac[6];
+	atomic_bool rarp_pending;
+	_Atomic uint64_t rarps;     /* RARP frames injected for the guest */
 };
 
 extern const struct uvn_port_ops uvn_vhost_ops;

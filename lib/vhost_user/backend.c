@@ -197,6 +197,7 @@ int uvn_vu_backend_create(int conn_fd, const struct uvn_vu_backend_cfg *cfg,
 			  struct uvn_vu_backend **out)
 {
 	struct uvn_vu_backend *b;
+	uint64_t dflt;
 	int fl;
 
 	if (conn_fd < 0 || !cfg || !cfg->ops || !cfg->ops->queue_ready || !cfg->ops->set_features ||
@@ -219,8 +220,10 @@ int uvn_vu_backend_create(int conn_fd, const struct uvn_vu_backend_cfg *cfg,
 	snprintf(b->name, sizeof(b->name), "%s", cfg->name ? cfg->name : "session");
 	b->ops = cfg->ops;
 	b->ctx = cfg->ctx;
-	b->proto_offered = cfg->protocol_features ? cfg->protocol_features & DEFAULT_PROTOCOL_FEATURES
-						  : DEFAULT_PROTOCOL_FEATURES;
+	dflt = DEFAULT_PROTOCOL_FEATURES;
+	if (cfg->ops->send_rarp)
+		dflt |= 1ull << VHOST_USER_PROTOCOL_F_RARP;
+	b->proto_offered = cfg->protocol_features ? cfg->protocol_features & dflt : dflt;
 	b->offered = offered_features(cfg, b->proto_offered);
 	b->log.fd = -1;
 	b->queue_num = cfg->queue_num;
@@ -388,6 +391,31 @@ static void send_reply(struct uvn_vu_backend *b, const struct uvn_vu_msg *reply)
 	b->st.replies++;
 }
 
+/*
+ * SEND_RARP is not a row of UVN_VU_REQUESTS, the codec's table that the
+ * frontend shares (it never receives this request): its payload and fds
+ * are checked here (the codec checked the flags), and it is acked like
+ * any request when asked.
+ */
+static void dispatch_rarp(struct uvn_vu_backend *b, struct uvn_vu_msg *m)
+{
+	struct uvn_vu_msg reply;
+	int ret;
+
+	if (m->hdr.size != sizeof(uint64_t) || m->nfds) {
+		check_error(b, m, m->nfds ? -EBADF : -EBADMSG);
+		return;
+	}
+	uvn_vu_msg_init_reply(&reply, m, 0);
+	ret = vu_h_SEND_RARP(b, m, &reply);
+	if (b->dead || !vu_has(b->proto, VHOST_USER_PROTOCOL_F_REPLY_ACK) ||
+	    !(m->hdr.flags & VHOST_USER_NEED_REPLY_MASK))
+		return;
+	reply.hdr.size = sizeof(uint64_t);
+	reply.p.u64 = ret ? 1 : 0;
+	send_reply(b, &reply);
+}
+
 static void dispatch(struct uvn_vu_backend *b, struct uvn_vu_msg *m)
 {
 	const struct uvn_vu_req_info *info;
@@ -396,6 +424,10 @@ static void dispatch(struct uvn_vu_backend *b, struct uvn_vu_msg *m)
 
 	b->st.msgs++;
 	ret = uvn_vu_msg_check_request(m, &info);
+	if (ret == -ENOSYS && m->hdr.request == VHOST_USER_SEND_RARP) {
+		dispatch_rarp(b, m);
+		return;
+	}
 	if (ret) {
 		check_error(b, m, ret);
 		return;

@@ -70,13 +70,20 @@ struct uvn_vu_device_ops {
 	int (*set_features)(void *ctx, uint64_t features);
 	/* Optional: the frontend set the device status (STATUS protocol feature). */
 	void (*set_status)(void *ctx, uint8_t status);
+	/*
+	 * Optional: SEND_RARP (protocol feature RARP, offered only with this
+	 * callback). After a migration, a guest that cannot announce itself
+	 * (no GUEST_ANNOUNCE) has the device send a RARP from @mac for it,
+	 * so that switches learn where the guest is now.
+	 */
+	void (*send_rarp)(void *ctx, const uint8_t mac[6]);
 };
 
 struct uvn_vu_backend_cfg {
 	uint64_t features;          /* virtio feature bits the device offers (the backend
 				     * adds PROTOCOL_FEATURES and LOG_ALL) */
 	uint64_t protocol_features; /* 0 = MQ, LOG_SHMFD, REPLY_ACK, CONFIGURE_MEM_SLOTS, STATUS,
-				     * INFLIGHT_SHMFD */
+				     * INFLIGHT_SHMFD, and RARP if ops->send_rarp */
 	unsigned queue_num;         /* virtqueues (2 per queue pair, +1 for a control
 				     * queue), 1..256 */
 	const struct uvn_vu_device_ops *ops;

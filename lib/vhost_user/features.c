@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Negotiation and session-wide requests: features, protocol features,
- * owner, queue count, status, and the config space we decline.
+ * owner, queue count, status, the RARP after a migration, and the config
+ * space we decline.
  */
 #include <errno.h>
+#include <string.h>
 
 #include "internal.h"
 #include "util/log.h"
@@ -153,4 +155,27 @@ int vu_h_SET_CONFIG(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_v
 	(void)m;
 	(void)reply;
 	return vu_req_error(b, &b->st.err_feature, "SET_CONFIG declined: CONFIG was not offered");
+}
+
+/*
+ * QEMU's vhost-user net sends this after a migration, on the destination,
+ * for a guest without GUEST_ANNOUNCE (and repeats it with each round of
+ * its announce timer): the device announces the guest's MAC in its place.
+ * The payload is a u64 whose first 6 bytes, in memory order, are the MAC.
+ */
+int vu_h_SEND_RARP(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	uint8_t mac[6];
+
+	(void)reply;
+	if (!vu_has(b->proto, VHOST_USER_PROTOCOL_F_RARP) || !b->ops->send_rarp)
+		return vu_req_error(b, &b->st.err_feature, "SEND_RARP without protocol feature RARP");
+	memcpy(mac, &m->p.u64, sizeof(mac));
+	/* A multicast source is no station's address: nothing to announce. */
+	if (mac[0] & 1)
+		return vu_req_error(b, &b->st.err_size, "SEND_RARP with a multicast MAC");
+	vu_log(b, UVN_LOG_INFO, "SEND_RARP %02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2],
+	       mac[3], mac[4], mac[5]);
+	b->ops->send_rarp(b->ctx, mac);
+	return 0;
 }

@@ -118,5 +118,7 @@ void vu_inflight_release(struct uvn_vu_backend *b);
 	int vu_h_##name(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply);
 UVN_VU_REQUESTS(VU_HANDLER_DECL)
 #undef VU_HANDLER_DECL
+/* Not a row of UVN_VU_REQUESTS: dispatched by backend.c itself. */
+int vu_h_SEND_RARP(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply);
 
 #endif

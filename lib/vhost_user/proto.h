@@ -214,8 +214,10 @@ enum uvn_vu_reply_rule {
 /*
  * X(NAME, size rule, size, fd rule, reply rule); the id is VHOST_USER_##NAME.
  * Requests not listed are refused (their features are never offered: IOTLB,
- * postcopy, in-band notifications, the backend channel, RARP, MTU,
+ * postcopy, in-band notifications, the backend channel, MTU,
  * RESET_DEVICE). GET/SET_CONFIG are listed only to be declined well.
+ * SEND_RARP (a u64 whose first 6 bytes are a MAC) is a back-end-only
+ * request: backend.c checks and answers it outside this table.
  */
 #define UVN_VU_REQUESTS(X)                                                        \
 	X(GET_FEATURES,          UVN_VU_SZ_EXACT,  0,         UVN_VU_FD_NONE,      UVN_VU_REPLY_U64)    \

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What a live migration needs of uvnetd's vhost-user port, with a scripted
- * frontend on its socket: dirty logging of the writes the port makes
- * outside the device's data path: the used entries the drain of a
- * disabled TX ring publishes, and the notification fields (used flags,
- * avail_event) it turns on and off.
+ * frontend on its socket:
+ *  - dirty logging of the writes the port makes outside the device's data
+ *    path: the used entries the drain of a disabled TX ring publishes, and
+ *    the notification fields (used flags, avail_event) it turns on and off;
+ *  - SEND_RARP: offered (protocol feature RARP) by the port, declined by a
+ *    backend whose device cannot send it; the port takes a RARP from the
+ *    guest's MAC in through rx queue 0, once, as if the guest had sent it.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -14,6 +17,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -209,11 +213,175 @@ static void test_notify_fields_logged(void **state)
 	rig_close(&r);
 }
 
+static const uint8_t guest_mac[6] = { 0x52, 0x54, 0x00, 0xa5, 0x0e, 0x01 };
+
+static uint64_t send_rarp(struct rig *r, const uint8_t *mac)
+{
+	uint64_t p = 0;
+
+	memcpy(&p, mac, 6);
+	return fe_ack(&r->f, VHOST_USER_SEND_RARP, &p, sizeof(p));
+}
+
+/* The frame QEMU and DPDK send for a migrated guest (RFC 903). */
+static void assert_rarp(const struct uvn_pkt *p, const uint8_t *mac)
+{
+	uint8_t f[60], want[60] = { 0 };
+
+	assert_int_equal(p->len, 60);
+	assert_int_equal(uvn_pkt_read(p, 0, f, sizeof(f)), sizeof(f));
+	memset(want, 0xff, 6);
+	memcpy(want + 6, mac, 6);
+	want[12] = 0x80;
+	want[13] = 0x35;
+	want[15] = 1;     /* hardware: Ethernet */
+	want[16] = 0x08;  /* protocol: IPv4 */
+	want[18] = 6;
+	want[19] = 4;
+	want[21] = 3;     /* request reverse */
+	memcpy(want + 22, mac, 6);
+	memcpy(want + 32, mac, 6);
+	assert_memory_equal(f, want, sizeof(want));
+	assert_int_equal(p->vnet.flags, 0);
+	assert_int_equal(p->vnet.gso_type, 0);
+}
+
+static unsigned port_rx(struct rig *r, struct uvn_pkt **pkts, unsigned n)
+{
+	unsigned got = r->port->ops->rx(r->port, 0, pkts, n);
+
+	for (unsigned i = 0; i < got; i++)
+		assert_int_equal(pkts[i]->port, r->port->id);
+	return got;
+}
+
+/*
+ * SEND_RARP: the port offers it, wakes the thread polling rx queue 0
+ * (through the guest's kick eventfd) and hands it one RARP frame from the
+ * guest's MAC before the guest's own frames; once, however often it polls.
+ */
+static void test_rarp_injected(void **state)
+{
+	struct uvn_pkt *pkts[8];
+	struct uvn_vq_drv *drv;
+	uint64_t kicks;
+	struct rig r;
+
+	(void)state;
+	rig_open(&r);
+	assert_true(fe_get_u64(&r.f, VHOST_USER_GET_PROTOCOL_FEATURES, 0) &
+		    (1ull << VHOST_USER_PROTOCOL_F_RARP));
+	drv = fe_driver(&r.f, 1, RING);
+	assert_int_equal(port_rx(&r, pkts, 8), 0);
+	while (read(r.f.kick[1], &kicks, sizeof(kicks)) == sizeof(kicks))
+		;
+	assert_int_equal(send_rarp(&r, guest_mac), 0);
+	assert_int_equal(read(r.f.kick[1], &kicks, sizeof(kicks)), sizeof(kicks));
+	guest_send(&r, drv, 2);
+	assert_int_equal(port_rx(&r, pkts, 8), 3);
+	assert_rarp(pkts[0], guest_mac);
+	assert_int_equal(pkts[1]->len, FRAME_LEN - 12);
+	assert_int_equal(pkts[2]->len, FRAME_LEN - 12);
+	uvn_pkt_free_bulk(pkts, 3);
+	r.port->ops->complete(r.port, 0);
+	assert_int_equal(guest_used(drv), 2);
+	assert_int_equal(port_rx(&r, pkts, 8), 0);
+	assert_int_equal(r.v->rarps, 1);
+
+	/* QEMU repeats it with each announce round: one frame each */
+	assert_int_equal(send_rarp(&r, guest_mac), 0);
+	assert_int_equal(port_rx(&r, pkts, 1), 1);
+	assert_rarp(pkts[0], guest_mac);
+	uvn_pkt_free_bulk(pkts, 1);
+	assert_int_equal(port_rx(&r, pkts, 8), 0);
+	assert_int_equal(r.v->rarps, 2);
+	uvn_vq_drv_destroy(drv);
+	rig_close(&r);
+}
+
+/*
+ * QEMU's first announce round may come before the destination's rings
+ * run: the RARP waits for rx queue 0 to be ready. A multicast "MAC" is no
+ * guest's: declined (NACK), nothing sent, the connection lives.
+ */
+static void test_rarp_waits_for_queue(void **state)
+{
+	static const uint8_t mcast[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
+	struct uvn_pkt *pkts[4];
+	struct rig r;
+
+	(void)state;
+	rig_open(&r);
+	fe_vring_state(&r.f, VHOST_USER_SET_VRING_ENABLE, 1, 0);
+	assert_int_equal(send_rarp(&r, guest_mac), 0);
+	assert_int_equal(port_rx(&r, pkts, 4), 0);
+	fe_vring_state(&r.f, VHOST_USER_SET_VRING_ENABLE, 1, 1);
+	assert_int_equal(port_rx(&r, pkts, 4), 1);
+	assert_rarp(pkts[0], guest_mac);
+	uvn_pkt_free_bulk(pkts, 1);
+
+	assert_int_not_equal(send_rarp(&r, mcast), 0);
+	assert_int_equal(port_rx(&r, pkts, 4), 0);
+	assert_int_equal(r.v->rarps, 1);
+	assert_true(fe_ready(&r.f, 1));
+	/* a payload that is not a u64 breaks the protocol: the connection goes */
+	assert_true(fe_send(&r.f, VHOST_USER_SEND_RARP, VHOST_USER_VERSION, guest_mac, 6, NULL, 0) < 0);
+	assert_int_equal(uvn_vu_backend_stats(r.v->be)->err_size, 2); /* + the multicast one */
+	rig_close(&r);
+}
+
+static void no_ready(void *ctx, struct uvn_vu_queue *q, bool ready)
+{
+	(void)ctx;
+	(void)q;
+	(void)ready;
+}
+
+static int no_features(void *ctx, uint64_t features)
+{
+	(void)ctx;
+	(void)features;
+	return 0;
+}
+
+/* A device without send_rarp: RARP is not offered, SEND_RARP is declined
+ * (NACK, counted), the session goes on. */
+static void test_rarp_not_offered(void **state)
+{
+	static const struct uvn_vu_device_ops ops = { .queue_ready = no_ready,
+						      .set_features = no_features };
+	struct uvn_vu_backend_cfg cfg = { .features = NET_FEATURES, .queue_num = 2, .ops = &ops };
+	struct uvn_vu_backend *b;
+	uint64_t p = 0;
+	struct fe f;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(uvn_vu_backend_create(sv[1], &cfg, &b), 0);
+	fe_attach(&f, sv[0], b, NET_FEATURES);
+	assert_false(fe_get_u64(&f, VHOST_USER_GET_PROTOCOL_FEATURES, 0) &
+		     (1ull << VHOST_USER_PROTOCOL_F_RARP));
+	p = 1ull << VHOST_USER_PROTOCOL_F_REPLY_ACK;
+	assert_int_equal(fe_send(&f, VHOST_USER_SET_PROTOCOL_FEATURES, VHOST_USER_VERSION, &p,
+				 sizeof(p), NULL, 0), 0);
+	p = 0;
+	memcpy(&p, guest_mac, 6);
+	assert_int_not_equal(fe_ack(&f, VHOST_USER_SEND_RARP, &p, sizeof(p)), 0);
+	assert_int_equal(uvn_vu_backend_stats(b)->err_feature, 1);
+	assert_int_equal(fe_get_u64(&f, VHOST_USER_GET_FEATURES, 0) & NET_FEATURES, NET_FEATURES);
+	fe_close(&f);
+	uvn_vu_backend_destroy(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_discard_logged),
 		cmocka_unit_test(test_notify_fields_logged),
+		cmocka_unit_test(test_rarp_injected),
+		cmocka_unit_test(test_rarp_waits_for_queue),
+		cmocka_unit_test(test_rarp_not_offered),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
