@@ -253,9 +253,11 @@ void uvn_inflight_split_push(struct uvn_inflight *t, uint16_t head)
 	struct uvn_inflight_split *r = t->r;
 
 	/* Every pushed chain was popped and is held until the flush, and a
-	 * queue holds at most num: the batch cannot overflow. The check is
-	 * for a caller pushing a chain twice. */
-	if (UVN_UNLIKELY(t->nbatch >= t->num))
+	 * queue holds at most num: the batch cannot overflow. The checks are
+	 * for a caller pushing a chain twice, or one it never popped (a test
+	 * backend corrupting its used ring on purpose does): the region is
+	 * never written outside its num entries. */
+	if (UVN_UNLIKELY(t->nbatch >= t->num || head >= t->num))
 		return;
 	t->batch[t->nbatch++] = head;
 	wr16(&r->desc[head].next, t->last_head);

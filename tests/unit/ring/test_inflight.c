@@ -436,6 +436,29 @@ static void resubmits_in_pop_order(void **state)
 	h_teardown(&h);
 }
 
+/* A chain the caller never popped, with a head past the ring (a test
+ * backend corrupting its used ring does this): the region stays untouched
+ * (the slice is malloc'd to its exact size: ASan sees any write past it). */
+static void push_of_foreign_head_stays_in_region(void **state)
+{
+	struct hostile h;
+	struct uvn_vq_dev *dev;
+	struct uvn_vq_chain ch = { .id = NUM + 3 };
+	uint8_t *before;
+
+	(void)state;
+	h_setup(&h);
+	dev = h_dev(&h);
+	assert_int_equal(uvn_vq_dev_inflight_attach(dev, h.r, h.rlen), 0);
+	before = dup_bytes(h.r, h.rlen);
+	uvn_vq_dev_push(dev, &ch, 0);
+	assert_memory_equal(h.r, before, h.rlen);
+	free(before);
+	uvn_vq_dev_inflight_detach(dev);
+	uvn_vq_dev_destroy(dev);
+	h_teardown(&h);
+}
+
 /* A region that claims more in flight than the driver made available: the
  * avail index looks like it went backwards, a counted queue error. */
 static void m_extra(struct uvn_inflight_split *r)
@@ -473,6 +496,7 @@ int main(void)
 		cmocka_unit_test(crash_everywhere_in_order_batch),
 		cmocka_unit_test(crash_across_index_wrap),
 		cmocka_unit_test(resubmits_in_pop_order),
+		cmocka_unit_test(push_of_foreign_head_stays_in_region),
 		cmocka_unit_test(hostile_contents),
 		cmocka_unit_test(hostile_attach_args),
 		cmocka_unit_test(hostile_claims_more_than_available),
