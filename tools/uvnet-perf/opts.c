@@ -131,14 +131,23 @@ const char *pt_cfg_check(const struct pt_cfg *c)
 	return NULL;
 }
 
+/* What the value that failed to parse last should have been, for the message. */
+static char expected[256];
+
 static int pick(const char *v, const char *const *names, unsigned n, unsigned *out)
 {
+	size_t len = 0;
+
 	for (unsigned i = 0; i < n; i++) {
 		if (!strcmp(v, names[i])) {
 			*out = i;
 			return 0;
 		}
 	}
+	len = (size_t)snprintf(expected, sizeof(expected), "one of");
+	for (unsigned i = 0; i < n && len < sizeof(expected); i++)
+		len += (size_t)snprintf(expected + len, sizeof(expected) - len, "%s %s",
+					i ? "," : "", names[i]);
 	return -EINVAL;
 }
 
@@ -155,8 +164,10 @@ static int num(const char *v, double min, double max, double *out)
 		d *= 1024;
 		end++;
 	}
-	if (errno || end == v || *end || !(d >= min && d <= max))
+	if (errno || end == v || *end || !(d >= min && d <= max)) {
+		snprintf(expected, sizeof(expected), "a number from %.15g to %.15g", min, max);
 		return -EINVAL;
+	}
 	*out = d;
 	return 0;
 }
@@ -165,8 +176,10 @@ static int uint_arg(const char *v, unsigned min, unsigned max, unsigned *out)
 {
 	double d;
 
-	if (num(v, min, max, &d) || d != (double)(unsigned)d)
+	if (num(v, min, max, &d) || d != (double)(unsigned)d) {
+		snprintf(expected, sizeof(expected), "a whole number from %u to %u", min, max);
 		return -EINVAL;
+	}
 	*out = (unsigned)d;
 	return 0;
 }
@@ -317,6 +330,20 @@ static int __attribute__((format(printf, 3, 4))) bad(char *err, size_t n, const 
 	return -EINVAL;
 }
 
+/* "--size" for 's': the option as the user can write it. */
+static const char *opt_name(int c)
+{
+	static char name[64];
+
+	for (const struct option *l = longopts; l->name; l++)
+		if (l->val == c) {
+			snprintf(name, sizeof(name), "--%s", l->name);
+			return name;
+		}
+	snprintf(name, sizeof(name), "-%c", c);
+	return name;
+}
+
 int pt_parse(int argc, char **argv, struct pt_opts *o, char *err, size_t errlen)
 {
 	int c;
@@ -336,12 +363,14 @@ int pt_parse(int argc, char **argv, struct pt_opts *o, char *err, size_t errlen)
 			return 2;
 		if (c == '?' || c == ':')
 			return bad(err, errlen, "unknown option or missing value: %s", argv[optind - 1]);
+		expected[0] = 0;
 		r = parse_cfg(c, optarg, o);
 		if (r > 0)
 			r = parse_run(c, optarg, o);
 		if (r)
-			return bad(err, errlen, "bad value '%s' for %s", optarg ? optarg : "",
-				   argv[optind - 1]);
+			return bad(err, errlen, "bad value '%s' for %s%s%s%s", optarg ? optarg : "",
+				   opt_name(c), expected[0] ? " (" : "", expected,
+				   expected[0] ? ")" : "");
 	}
 	/* The test may be named first, netperf style (getopt moved it here). */
 	if (optind < argc) {

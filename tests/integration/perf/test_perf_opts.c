@@ -169,8 +169,16 @@ static void errors_say_what(void **state)
 		assert_int_equal(parse(bad[i], &o, err), -EINVAL);
 		assert_true(strlen(err) > 5); /* a message for the user */
 	}
+	/* the option by its long name, and what it takes */
+	assert_int_equal(parse("stream -s abc", &o, err), -EINVAL);
+	assert_string_equal(err, "bad value 'abc' for --size (a whole number from 1 to 262144)");
+	assert_int_equal(parse("-d sideways", &o, err), -EINVAL);
+	assert_string_equal(err, "bad value 'sideways' for --direction (one of tx, rx)");
+	assert_int_equal(parse("--runs 0", &o, err), -EINVAL);
+	assert_non_null(strstr(err, "--runs (a whole number from 1 to "));
 	assert_int_equal(parse("--help", &o, err), 1);
 	assert_int_equal(parse("stream -h", &o, err), 1);
+	assert_int_equal(parse("--version", &o, err), 2);
 }
 
 static void histogram(void **state)
