@@ -30,13 +30,16 @@
 #   --nic-opt K=V       any other virtio-net-pci property, for every NIC
 #   --msix              keep MSI-X (default vectors=0: QEMU 7.2 + TCG + vhost-user
 #                       segfaults with MSI-X)
-#   --mem MB            guest RAM, memfd share=on (default 256)
+#   --mem MB            guest RAM, memfd share=on (default 256; or with a unit: 262304k)
 #   --smp N             vCPUs (default 1)
 #   --script FILE       guest script, run by /init as /uvn/test.sh
 #   --file SRC[:DEST]   extra file in the guest (default DEST /uvn/files/<name>)
 #   --env K=V           exported in the guest (repeatable)
 #   --append ARGS       extra kernel command line
 #   --qemu-arg ARG      extra QEMU argument (repeatable)
+#   --accel SPEC        QEMU's -accel (default tcg), e.g. tcg,thread=single
+#   --qmp PATH          a QMP socket QEMU listens on (server=on,wait=off)
+#   --incoming URI      wait for a migration (-incoming URI) instead of booting
 #   --watch PID         abort the boot if this process (the backend) dies
 #   --timeout S         wall limit for the whole boot (default 300)
 #
@@ -281,7 +284,7 @@ guest__sq() { printf "'%s'" "${1//\'/\'\\\'\'}"; }   # single-quote for the gues
 
 guest_start() {
 	local name=g0 server=0 queues=1 mrg= packed= evidx= indirect= msix=0 mem=256 smp=1
-	local timeout=300 script= append= watch=
+	local timeout=300 script= append= watch= accel=tcg qmp= incoming=
 	local -a socks=() macs=() ips=() envs=() files=() nicopts=() qargs=()
 	while (($#)); do
 		case $1 in
@@ -304,6 +307,9 @@ guest_start() {
 		--env) envs+=("$2"); shift 2 ;;
 		--append) append=$2; shift 2 ;;
 		--qemu-arg) qargs+=("$2"); shift 2 ;;
+		--accel) accel=$2; shift 2 ;;
+		--qmp) qmp=$2; shift 2 ;;
+		--incoming) incoming=$2; shift 2 ;;
 		--watch) watch=$2; shift 2 ;;
 		--timeout) timeout=$2; shift 2 ;;
 		*) uvn_die "guest_start: unknown option $1" ;;
@@ -372,8 +378,12 @@ guest_start() {
 		for kv in "${nicopts[@]}"; do dev+=",$kv"; done
 		nicargs+=(-chardev "$chardev" -netdev "vhost-user,id=net$i,chardev=chr$i,queues=$queues" -device "$dev")
 	done
-	local -a cmd=("$UVN_QEMU" -name "uvn-$name" -accel tcg -M pc -m "$mem" -smp "$smp"
-		-object "memory-backend-memfd,id=mem0,size=${mem}M,share=on" -numa node,memdev=mem0
+	[[ -n "$qmp" ]] && qargs+=(-qmp "unix:$qmp,server=on,wait=off")
+	[[ -n "$incoming" ]] && qargs+=(-incoming "$incoming")
+	local msize=$mem
+	[[ "$mem" =~ ^[0-9]+$ ]] && msize=${mem}M
+	local -a cmd=("$UVN_QEMU" -name "uvn-$name" -accel "$accel" -M pc -m "$msize" -smp "$smp"
+		-object "memory-backend-memfd,id=mem0,size=$msize,share=on" -numa node,memdev=mem0
 		-nodefaults -no-user-config -display none -no-reboot -monitor none
 		-serial "file:$dir/console.log" -serial "file:$dir/results.log"
 		-kernel "$GUEST_VMLINUZ" -initrd "$initrd"
