@@ -48,6 +48,8 @@ static void render(const struct uvnetd_ctl_cmd *c, char *out, size_t n)
 		snprintf(out, n, "del-port %s", c->name);
 	else if (c->op == UVNETD_CTL_SAVE)
 		snprintf(out, n, "save%s%s", c->path ? " " : "", c->path ? c->path : "");
+	else if (c->openmetrics)
+		snprintf(out, n, "show %s --format openmetrics", show_what[c->op]);
 	else
 		snprintf(out, n, "show %s%s", show_what[c->op], c->json ? " --json" : "");
 }
@@ -62,6 +64,9 @@ static bool valid(const struct uvnetd_ctl_cmd *c)
 {
 	if (c->error)
 		return false;
+	if (c->openmetrics)
+		return c->op == UVNETD_CTL_SHOW_STATS && !c->json && !c->zerocopy && !c->spec &&
+		       !c->name && !c->path;
 	if (c->op == UVNETD_CTL_SAVE)
 		return !c->json && !c->zerocopy && !c->spec && !c->name && (!c->path || word(c->path));
 	if (c->path)
@@ -95,7 +100,7 @@ static bool is_command(const char *w)
 {
 	char text[64];
 
-	if (is_port_command(w))
+	if (is_port_command(w) || !strcmp(w, "show stats --format openmetrics"))
 		return true;
 	for (int op = 0; op <= UVNETD_CTL_SET_ZEROCOPY; op++) {
 		for (int v = 0; v < 3; v++) {
@@ -156,7 +161,8 @@ static void check_parse(const char *line, size_t len)
 	CHECK(!strcmp(w, text));
 	CHECK(uvnetd_ctl_parse(text, &again) == 0);
 	CHECK(valid(&again) && again.op == cmd.op && again.json == cmd.json &&
-	      again.zerocopy == cmd.zerocopy && !again.spec == !cmd.spec &&
+	      again.zerocopy == cmd.zerocopy && again.openmetrics == cmd.openmetrics &&
+	      !again.spec == !cmd.spec &&
 	      (!cmd.spec || !strcmp(again.spec, cmd.spec)) && !again.name == !cmd.name &&
 	      (!cmd.name || !strcmp(again.name, cmd.name)) && !again.path == !cmd.path &&
 	      (!cmd.path || !strcmp(again.path, cmd.path)));

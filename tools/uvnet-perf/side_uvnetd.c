@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "json.h"
+#include "util/json_read.h"
 #include "side.h"
 
 #define STATS_INTERVAL "0.2"

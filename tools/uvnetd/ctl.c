@@ -5,6 +5,7 @@
  * connection closes. `uvnetd ctl PATH COMMAND...` is the client.
  *
  *   show ports|queues|fdb|stats [--json]
+ *   show stats --format openmetrics
  *   set zerocopy on|off|auto
  *   add-port SPEC [name=NAME]
  *   del-port NAME
@@ -232,6 +233,10 @@ static void execute(struct uvnetd *d, char *line, FILE *f)
 	case UVNETD_CTL_SHOW_FDB:
 		return show_fdb(d, f, cmd.json);
 	case UVNETD_CTL_SHOW_STATS:
+		if (cmd.openmetrics && uvnetd_metrics(d, f, show_ports, show_queues, show_stats))
+			fputs("error: cannot render the metrics\n", f);
+		if (cmd.openmetrics)
+			return;
 		return show_stats(d, f, cmd.json);
 	case UVNETD_CTL_SET_ZEROCOPY:
 		return set_zerocopy(d, cmd.zerocopy, f);
@@ -381,6 +386,7 @@ int uvnetd_ctl_client(int argc, char **argv)
 
 	if (argc < 2) {
 		fputs("usage: uvnetd ctl PATH show ports|queues|fdb|stats [--json]\n"
+		      "       uvnetd ctl PATH show stats --format openmetrics\n"
 		      "       uvnetd ctl PATH set zerocopy on|off|auto\n"
 		      "       uvnetd ctl PATH add-port SPEC [name=NAME]\n"
 		      "       uvnetd ctl PATH del-port NAME\n"

@@ -6,7 +6,7 @@
 #include "net/device/netdev.h"
 
 #define SEP " \t\r\n"
-#define MAX_WORDS 3
+#define MAX_WORDS 4
 
 const char *const uvnetd_ctl_zc_names[3] = { [UVN_ZC_OFF] = "off", [UVN_ZC_ON] = "on",
 					     [UVN_ZC_AUTO] = "auto" };
@@ -20,6 +20,11 @@ static const char *const show_names[] = {
 
 static int parse_show(char **w, unsigned n, struct uvnetd_ctl_cmd *cmd)
 {
+	if (n == 4 && !strcmp(w[1], "stats") && !strcmp(w[2], "--format") &&
+	    !strcmp(w[3], "openmetrics")) {
+		*cmd = (struct uvnetd_ctl_cmd){ .op = UVNETD_CTL_SHOW_STATS, .openmetrics = true };
+		return 0;
+	}
 	if (n > 3 || (n == 3 && strcmp(w[2], "--json")))
 		return -EINVAL;
 	for (unsigned i = 0; i < sizeof(show_names) / sizeof(show_names[0]); i++) {
@@ -79,7 +84,8 @@ int uvnetd_ctl_parse(char *line, struct uvnetd_ctl_cmd *cmd)
 	unsigned n = 0;
 
 	*cmd = (struct uvnetd_ctl_cmd){
-		.error = "commands: show ports|queues|fdb|stats [--json], set zerocopy on|off|auto,"
+		.error = "commands: show ports|queues|fdb|stats [--json],"
+			 " show stats --format openmetrics, set zerocopy on|off|auto,"
 			 " add-port SPEC [name=NAME], del-port NAME, save [FILE]"
 	};
 	/* One word more than any command has is enough to refuse the line. */

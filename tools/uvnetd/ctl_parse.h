@@ -6,6 +6,7 @@
  * (tests/fuzz/fuzz_ctl.c).
  *
  *   show ports|queues|fdb|stats [--json]
+ *   show stats --format openmetrics   (every number of ports, queues, stats)
  *   set zerocopy on|off|auto
  *   add-port SPEC [name=NAME]     (SPEC as uvnetd --port takes it)
  *   del-port NAME
@@ -34,6 +35,7 @@ enum uvnetd_ctl_op {
 struct uvnetd_ctl_cmd {
 	enum uvnetd_ctl_op op;
 	bool json;                    /* show: --json */
+	bool openmetrics;             /* show stats: --format openmetrics */
 	int zerocopy;                 /* set zerocopy: enum uvn_zc_mode */
 	const char *spec;             /* add-port: SPEC (a word of the line) */
 	const char *name;             /* add-port: NAME or NULL; del-port: NAME */

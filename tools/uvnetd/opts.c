@@ -18,6 +18,7 @@ void uvnetd_usage(FILE *f)
 	fputs("Usage: uvnetd [OPTIONS] --port SPEC [--port SPEC ...]\n"
 	      "       uvnetd --config FILE [OPTIONS]\n"
 	      "       uvnetd ctl PATH show ports|queues|fdb|stats [--json]\n"
+	      "       uvnetd ctl PATH show stats --format openmetrics\n"
 	      "       uvnetd ctl PATH set zerocopy on|off|auto\n"
 	      "       uvnetd ctl PATH add-port SPEC [name=NAME] | del-port NAME\n"
 	      "       uvnetd ctl PATH save [FILE]\n"

@@ -190,6 +190,13 @@ struct uvn_port *uvnetd_port_find(struct uvnetd *d, const char *name);
 int uvnetd_port_add(struct uvnetd *d, const char *spec);
 int uvnetd_port_del(struct uvnetd *d, const char *name);
 
+/* `show ...` as text or JSON (ctl.c). */
+typedef void (*uvnetd_show_fn)(struct uvnetd *d, FILE *f, bool json);
+/* Every number of show ports, queues and stats in OpenMetrics text
+ * (metrics.c). @return 0, or -1 (nothing written) */
+int uvnetd_metrics(struct uvnetd *d, FILE *f, uvnetd_show_fn ports, uvnetd_show_fn queues,
+		   uvnetd_show_fn stats);
+
 /* Live control socket (ctl.c). */
 int uvnetd_ctl_start(struct uvnetd *d, const char *path);
 void uvnetd_ctl_stop(struct uvnetd *d);

@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-#include "json.h"
+#include "util/json_read.h"
 
 enum {
 	F_STR = 1,      /* a string (one of @values if given) */

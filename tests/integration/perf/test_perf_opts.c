@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "hist.h"
-#include "json.h"
+#include "util/json_read.h"
 #include "perf.h"
 
 /* Parse a command line given as one string. */

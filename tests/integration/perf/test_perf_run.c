@@ -25,7 +25,7 @@
 
 #include <cmocka.h>
 
-#include "json.h"
+#include "util/json_read.h"
 #include "schema.h"
 
 static const char *perf, *uvnetd;

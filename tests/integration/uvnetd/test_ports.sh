@@ -49,6 +49,49 @@ out=$(ctl del-port nosuch 2>&1) && fail "del-port of no port: $out"
 grep -q "no such port" <<<"$out" || fail "no reason: $out"
 [[ $(names) == "b c" ]] || fail "names after refusals: $(names)"
 
+# OpenMetrics, parsed by Prometheus' own (strict) parser: every number of
+# show ports and show queues --json is there; with VALUES=1 (counters at
+# rest) with the same value.
+check_metrics() { # VALUES MIN_NUMBERS
+	ctl show stats --format openmetrics >"$DIR/metrics" || fail "show stats --format openmetrics"
+	ctl show ports --json >"$DIR/ports.json"
+	ctl show queues --json >"$DIR/queues.json"
+	/usr/bin/python3 - "$DIR" "$1" "$2" <<'PY' || fail "openmetrics: $(head -c 600 "$DIR/metrics")"
+import json, sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+d, values, least = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
+gauges = ("queues", "size", "max_kpps", "broken", "zerocopy", "zc_held", "zc_held_peak", "offload_flags")
+got = {}
+for fam in text_string_to_metric_families(open(d + "/metrics").read()):
+    for s in fam.samples:
+        got[(s.name, tuple(sorted(s.labels.items())))] = s.value
+n = 0
+def want(name, labels, v, field):
+    global n
+    if field not in gauges:
+        name += "_total"
+    k = (name, tuple(sorted(labels.items())))
+    assert k in got, ("missing", k)
+    assert not values or got[k] == float(v), (k, got[k], v)
+    n += 1
+for p in json.load(open(d + "/ports.json"))["ports"]:
+    for f, v in p.items():
+        if isinstance(v, (int, float)):
+            want("uvnetd_port_" + f, {"port": p["name"], "kind": p["kind"]}, v, f)
+for q in json.load(open(d + "/queues.json"))["queues"]:
+    lab = {"port": q["port"], "vq": str(q["vq"]), "dir": q["dir"]}
+    for f, v in q.items():
+        if isinstance(v, dict):
+            for g, w in v.items():
+                if isinstance(w, (int, float)):
+                    want("uvnetd_queue_%s_%s" % (f, g), lab, w, g)
+        elif isinstance(v, (int, float)) and f not in ("vq", "queue"):
+            want("uvnetd_queue_" + f, lab, v, f)
+assert n >= least, (n, least)
+print("openmetrics: %d numbers found%s" % (n, " with their values" if values else ""))
+PY
+}
+
 # the pair streams while a third port comes and goes 100 times
 "$HOSTILE" exact "$DIR/b.sock" "$DIR/c.sock" 6 >"$DIR/pair.out" 2>&1 &
 HPID=$!
@@ -58,11 +101,13 @@ for i in $(seq 100); do
 	ctl del-port x >/dev/null || fail "cycle $i: del-port x"
 done
 [[ ! -e $DIR/x.sock ]] || fail "x's socket is left after the cycles"
+check_metrics 0 200   # the pair's queues are there while it streams
 rc=0
 wait "$HPID" || rc=$?
 HPID=
 cat "$DIR/pair.out"
 ((rc == 0)) || fail "the pair lost frames or stalled while ports came and went"
+check_metrics 1 20    # at rest: the ports' counters, value for value
 
 # a port whose frontend keeps its TX ring full, removed under it
 ctl add-port "vhost-user:$DIR/a.sock,queues=2" name=a >/dev/null || fail "add-port a"

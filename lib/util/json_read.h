@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A small JSON reader: uvnetd's --json lines, and the schema test of our
- * own output. Values live in one allocation per document.
+ * A small JSON reader for JSON we (or a trusted peer of the tests) wrote:
+ * uvnet-perf reads uvnetd's --json lines, the schema tests read our own
+ * output, uvnetd's ctl turns its own JSON into OpenMetrics. Values live in
+ * one allocation per document.
  */
-#ifndef UVN_PERF_JSON_H
-#define UVN_PERF_JSON_H
+#ifndef UVN_UTIL_JSON_READ_H
+#define UVN_UTIL_JSON_READ_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "util/json_read.h"
 
 /* Nodes and decoded strings come from one block sized by the text: a
  * document never holds more values, or string bytes, than it has bytes. */
