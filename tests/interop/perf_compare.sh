@@ -36,7 +36,7 @@ command -v dpdk-testpmd >/dev/null || uvn_skip "dpdk-testpmd not found after ins
 # 1. JSON objects of every run
 json=$UVN_LOG_DIR/compare-1518.json
 uvn_log "uvnet-perf --compare dpdk --size 1518 --runs 3 (JSON)"
-"$perf" --compare dpdk --size 1518 --runs 3 -l 1 -w 0.3 --json --no-install --uvnetd "$uvnetd" \
+"$perf" --compare dpdk --size 1518 --runs 3 -l 1 -w 0.3 --json --uvnetd "$uvnetd" \
 	>"$json" 2>"$UVN_LOG_DIR/compare-1518.stderr" || uvn_die "uvnet-perf failed (see $UVN_LOG_DIR)"
 uvn_assert_eq "objects" "$(grep -c '"compare":"dpdk"' "$json")" 24
 uvn_assert_eq "objects with status ok" "$(grep -c '"status":"ok"' "$json")" 24

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Programs uvnet-perf runs (dpdk-testpmd, gnuplot), installed from Debian
- * when missing: through the source tree's scripts/deps.sh when uvnet-perf
- * runs from a build directory, else apt-get directly. Never silently: the
- * user is told what is being installed and why.
+ * Programs uvnet-perf runs (dpdk-testpmd, gnuplot): when one is missing,
+ * uvnet-perf names the Debian packages that have it and stops. It never
+ * installs anything itself (a packaged tool must not run apt-get);
+ * scripts/perf installs what the options it is given need.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -32,46 +32,14 @@ static bool in_path(const char *prog)
 	return false;
 }
 
-static int install(const char *pkgs)
-{
-	char script[PATH_MAX], list[256], out[4096], *argv[16];
-	unsigned n = 0;
-
-	snprintf(list, sizeof(list), "%s", pkgs);
-	snprintf(script, sizeof(script), "%s/scripts/deps.sh", UVN_SOURCE_ROOT);
-	if (access(script, X_OK) == 0) {
-		argv[n++] = script;
-	} else {
-		argv[n++] = (char *)"apt-get";
-		argv[n++] = (char *)"install";
-		argv[n++] = (char *)"-y";
-		argv[n++] = (char *)"--no-install-recommends";
-	}
-	for (char *tok = strtok(list, " "); tok && n < 15; tok = strtok(NULL, " "))
-		argv[n++] = tok;
-	argv[n] = NULL;
-	if (pt_capture(argv, out, sizeof(out)) != 0) {
-		fprintf(stderr, "uvnet-perf: installing %s failed:\n%s\n", pkgs, out);
-		return -1;
-	}
-	return 0;
-}
-
 int pt_need(const struct pt_opts *o, const char *prog, const char *pkgs)
 {
+	(void)o;
 	if (in_path(prog))
 		return 0;
-	if (o->no_install || geteuid() != 0) {
-		fprintf(stderr, "uvnet-perf: %s not found; install the Debian packages %s%s\n", prog,
-			pkgs, o->no_install ? "" : " (as root uvnet-perf does it itself)");
-		return -1;
-	}
-	fprintf(stderr, "uvnet-perf: %s not found: installing the Debian packages %s\n", prog, pkgs);
-	if (install(pkgs) || !in_path(prog)) {
-		fprintf(stderr, "uvnet-perf: %s is still missing\n", prog);
-		return -1;
-	}
-	return 0;
+	fprintf(stderr, "uvnet-perf: %s not found: install the Debian packages %s"
+		" (scripts/perf does it for the options that need them)\n", prog, pkgs);
+	return -1;
 }
 
 /* Which of @pkgs dpkg does not know as installed (into @missing). @return -1 without dpkg */
@@ -98,13 +66,10 @@ int pt_need_pkgs(const struct pt_opts *o, const char *pkgs)
 {
 	char missing[256];
 
+	(void)o;
 	if (missing_pkgs(pkgs, missing, sizeof(missing)) || !missing[0])
 		return 0;
-	if (o->no_install || geteuid() != 0) {
-		fprintf(stderr, "uvnet-perf: missing Debian packages: %s%s\n", missing,
-			o->no_install ? "" : " (as root uvnet-perf installs them itself)");
-		return -1;
-	}
-	fprintf(stderr, "uvnet-perf: installing the Debian packages %s\n", missing);
-	return install(missing);
+	fprintf(stderr, "uvnet-perf: missing Debian packages: %s"
+		" (scripts/perf installs them for the options that need them)\n", missing);
+	return -1;
 }

@@ -74,7 +74,7 @@ void pt_usage(FILE *f)
 	      "  -c, --connect SOCK   drive an external vhost-user backend instead\n"
 	      "      --connect-pid PID  the external backend's process, for its CPU\n"
 	      "      --device-cpu N   (default 0)     --driver-cpu N  (default 1)\n"
-	      "      --uvnetd PATH    --testpmd PATH  --no-install (never apt-get)\n\n"
+	      "      --uvnetd PATH    --testpmd PATH\n\n"
 	      "Output:\n"
 	      "  -j, --json           one JSON object per test, no progress lines\n"
 	      "  -q, --quiet          no progress lines\n"
@@ -204,7 +204,7 @@ static int desc_cache(const char *v, struct pt_cfg *c)
 
 enum {
 	O_SEGS = 256, O_BURST, O_DIRTY, O_PAIR, O_DEFERRED, O_MERGE, O_DESC, O_ZC, O_DRIVER,
-	O_DEVICE, O_CONNECT_PID, O_DEV_CPU, O_DRV_CPU, O_UVNETD, O_TESTPMD, O_NO_INSTALL,
+	O_DEVICE, O_CONNECT_PID, O_DEV_CPU, O_DRV_CPU, O_UVNETD, O_TESTPMD,
 	O_SUITE, O_COMPARE, O_RUNS, O_PLOT, O_RATE,
 };
 
@@ -235,7 +235,6 @@ static const struct option longopts[] = {
 	{ "driver-cpu", required_argument, NULL, O_DRV_CPU },
 	{ "uvnetd", required_argument, NULL, O_UVNETD },
 	{ "testpmd", required_argument, NULL, O_TESTPMD },
-	{ "no-install", no_argument, NULL, O_NO_INSTALL },
 	{ "suite", required_argument, NULL, O_SUITE },
 	{ "compare", required_argument, NULL, O_COMPARE },
 	{ "runs", required_argument, NULL, O_RUNS },
@@ -312,7 +311,6 @@ static int parse_run(int opt, const char *v, struct pt_opts *o)
 	case O_PLOT: o->plot_dir = v; break;
 	case O_UVNETD: o->uvnetd = v; break;
 	case O_TESTPMD: o->testpmd = v; break;
-	case O_NO_INSTALL: o->no_install = true; break;
 	case 'j': o->json = true; break;
 	case 'q': o->quiet = true; break;
 	default: return 1;

@@ -102,7 +102,6 @@ struct pt_opts {
 	unsigned runs;
 	bool set_duration, set_warmup, set_runs, set_size, set_dir, set_mode;
 	const char *uvnetd, *testpmd;
-	bool no_install;
 	char cmdline[512];          /* as typed, for the tables' headers */
 };
 

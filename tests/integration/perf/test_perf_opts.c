@@ -138,10 +138,9 @@ static void suites(void **state)
 	assert_int_equal(parse("--suite default -q", &o, err), 0);
 	assert_int_equal(o.what, PT_RUN_DEFAULT);
 	assert_true(o.quiet);
-	assert_int_equal(parse("--compare dpdk --no-install --testpmd /x/tp --uvnetd /y/u", &o, err),
+	assert_int_equal(parse("--compare dpdk --testpmd /x/tp --uvnetd /y/u", &o, err),
 			 0);
 	assert_int_equal(o.what, PT_RUN_COMPARE);
-	assert_true(o.no_install);
 	assert_string_equal(o.testpmd, "/x/tp");
 	assert_string_equal(o.uvnetd, "/y/u");
 }

@@ -40,7 +40,7 @@ static int run(const char *args, char *out, size_t n)
 	FILE *p;
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "%s %s --json --no-install --uvnetd %s", perf, args, uvnetd);
+	snprintf(cmd, sizeof(cmd), "%s %s --json --uvnetd %s", perf, args, uvnetd);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	while (len < n - 1 && fgets(out + len, (int)(n - len), p))
