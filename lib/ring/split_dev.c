@@ -106,6 +106,19 @@ done:
 	return 1;
 }
 
+/* The head of the next avail entry. @return 1, 0 (none), or a ring error */
+static inline int next_head(struct uvn_vq_dev *vq, uint16_t *head)
+{
+	if (vq->split.last_avail == vq->split.shadow_avail) {
+		int ret = uvn_split_dev_avail(vq);
+
+		if (ret <= 0)
+			return ret;
+	}
+	*head = uvn_rd16(&vq->split.avail->ring[vq->split.last_avail & (vq->num - 1)]);
+	return 1;
+}
+
 /*
  * With in-flight tracking: the chains a restart left marked come first,
  * oldest first (they are counted in last_avail already); every chain taken
@@ -126,12 +139,9 @@ static __attribute__((noinline)) int pop_tracked(struct uvn_vq_dev *vq, struct u
 		}
 		return ret;
 	}
-	if (vq->split.last_avail == vq->split.shadow_avail) {
-		ret = uvn_split_dev_avail(vq);
-		if (ret <= 0)
-			return ret;
-	}
-	head = uvn_rd16(&vq->split.avail->ring[vq->split.last_avail & (vq->num - 1)]);
+	ret = next_head(vq, &head);
+	if (ret <= 0)
+		return ret;
 	ret = pop_head(vq, head, ch, iov, iov_max);
 	if (ret == 1) {
 		vq->split.last_avail++;
@@ -149,12 +159,9 @@ int uvn_split_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iov
 
 	if (UVN_UNLIKELY(vq->inflight != NULL))
 		return pop_tracked(vq, ch, iov, iov_max);
-	if (vq->split.last_avail == vq->split.shadow_avail) {
-		ret = uvn_split_dev_avail(vq);
-		if (ret <= 0)
-			return ret;
-	}
-	head = uvn_rd16(&vq->split.avail->ring[vq->split.last_avail & (vq->num - 1)]);
+	ret = next_head(vq, &head);
+	if (ret <= 0)
+		return ret;
 	ret = pop_head(vq, head, ch, iov, iov_max);
 	if (ret == 1)
 		vq->split.last_avail++;
