@@ -70,12 +70,45 @@ struct uvn_port_ops {
 /* Names a user gives (name=NAME): printable, no space or comma. */
 #define UVN_PORT_NAME_MAX 63
 
+/* A port's MTU (mtu=N): the largest L3 payload of a frame, as on Linux. */
+#define UVN_PORT_MTU_MIN 68
+#define UVN_PORT_MTU_MAX 9702
+
+#define UVN_VLAN_MAX 4094
+
+/*
+ * A port's place in the VLANs, as OVS has it:
+ *  - an access port (vlan=N): frames come in untagged and are put in VLAN N,
+ *    frames of VLAN N go out untagged; tagged frames coming in are dropped;
+ *  - a trunk port (trunks=A:B-C): tagged frames of the listed VLANs pass
+ *    both ways, tagged; untagged frames are VLAN 0 and pass untagged;
+ *  - neither (the default): a trunk of every VLAN.
+ */
+struct uvn_port_vlans {
+	uint16_t tag;              /* access port's VLAN (1..UVN_VLAN_MAX), 0: not one */
+	bool trunk;                /* trunks= given: only @allowed pass */
+	uint64_t allowed[64];      /* trunk: bit v of the 4096 set when VLAN v passes */
+};
+
+/* What a port spec sets besides its kind and name (the OPTS of uvn_port_create). */
+struct uvn_port_conf {
+	uint64_t max_pps;          /* ingress limit: frames/s taken from the port, 0: none */
+	uint32_t mtu;              /* frames over it dropped and counted, 0: not set (no limit) */
+	uint32_t mac_limit;        /* addresses the switch learns on the port, 0: no limit */
+	struct uvn_port_vlans vlan;
+};
+
+static inline bool uvn_port_vlan_allowed(const struct uvn_port_vlans *v, unsigned vid)
+{
+	return !v->trunk || (v->allowed[vid / 64] >> (vid % 64) & 1);
+}
+
 struct uvn_port {
 	const struct uvn_port_ops *ops;
 	char name[128];       /* name=NAME, or the spec's kind and path: vhost-user:PATH, tap:IF */
 	uint16_t id;          /* index in the daemon's port table */
 	uint8_t mac[6];       /* our own MAC for frames we generate (txonly) */
-	uint64_t max_pps;     /* ingress limit: frames/s taken from the port, 0: none */
+	struct uvn_port_conf conf; /* mtu=, vlan=, trunks=, mac-limit=, max-kpps= */
 	_Atomic uint64_t policed; /* times a queue was left unread for the limit */
 };
 
@@ -104,7 +137,9 @@ struct uvn_port_env {
  * Create ports from their command-line specification:
  *   vhost-user:PATH[,client][,queues=N][,group=G][,mode=M][,OPTS]   tap:IFNAME[,OPTS]
  * OPTS (any kind): name=NAME (default: the spec up to its first comma),
- * max-kpps=N. max-kpps limits the frames taken in from the port (thousands per second,
+ * max-kpps=N, mtu=N, vlan=N, trunks=LIST, mac-limit=N (struct uvn_port_conf;
+ * LIST: VLANs and ranges joined by colons, 10:20:100-199; vlan= and trunks=
+ * exclude each other). max-kpps limits the frames taken in from the port (thousands per second,
  * spread evenly over its queues); frames over the limit wait in the peer's
  * ring (the guest sees a slower link), they are not read and dropped.
  * group= (a name or number) and mode= (octal) set the listening socket's
@@ -116,6 +151,9 @@ int uvn_port_create(const char *spec, const struct uvn_port_env *env, struct uvn
 /* The name the port @spec would have, into @name (@n bytes), without
  * creating it. Quiet. @return 0, or -EINVAL if @spec does not parse */
 int uvn_port_spec_name(const char *spec, char *name, size_t n);
+/* The OPTS of @spec into @conf, without creating the port. Quiet.
+ * @return 0, or -EINVAL if @spec does not parse */
+int uvn_port_spec_conf(const char *spec, struct uvn_port_conf *conf);
 /* A socket's group: a group name or a number; its mode: octal, up to 0777.
  * @return 0, or -EINVAL (no such group, not a mode) */
 int uvn_port_parse_group(const char *s, gid_t *gid);

@@ -20,10 +20,12 @@ const struct uvn_stat_desc uvn_port_stats_desc[] = {
 
 /* The ingress limit in thousands of frames per second: up to 100 Mpps. */
 #define MAX_KPPS 100000
+/* Addresses one port may have in the FDB (mac-limit=N). */
+#define MAX_MACS 65536
 
 /* What every kind of port takes besides its own options. */
 struct common {
-	uint64_t pps;
+	struct uvn_port_conf conf;
 	const char *name;
 	bool set_gid, set_mode;  /* group=, mode= (a listening vhost-user socket's) */
 	gid_t gid;
@@ -84,13 +86,73 @@ int uvn_port_parse_mode(const char *s, unsigned *mode)
 	return 0;
 }
 
-/* max-kpps=N, name=NAME, group=G or mode=M.
+/* A decimal number in [@lo, @hi], the whole of @s. @return 0 or -EINVAL */
+static int parse_num(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	*out = strtol(s, &end, 10);
+	return *end || *out < lo || *out > hi ? -EINVAL : 0;
+}
+
+/* trunks=LIST: VLANs and ranges joined by colons (10:20:100-199). */
+static int parse_trunks(char *list, struct uvn_port_vlans *v)
+{
+	char *save = NULL, *item;
+
+	v->trunk = true;
+	while ((item = strtok_r(list, ":", &save))) {
+		char *dash = strchr(item, '-');
+		long lo, hi;
+
+		list = NULL;
+		if (dash)
+			*dash = 0;
+		if (parse_num(item, 1, UVN_VLAN_MAX, &lo) ||
+		    parse_num(dash ? dash + 1 : item, lo, UVN_VLAN_MAX, &hi))
+			return -EINVAL;
+		for (long vid = lo; vid <= hi; vid++)
+			v->allowed[vid / 64] |= 1ULL << (vid % 64);
+	}
+	return list ? -EINVAL : 0; /* an empty list */
+}
+
+/* The OPTS shared by every kind: a number or a list. @return 1 if @opt was
+ * one (stored in @c), 0 if not, -EINVAL if bad */
+static int parse_conf(char *opt, struct uvn_port_conf *c)
+{
+	long n;
+
+	if (!strncmp(opt, "trunks=", 7))
+		return c->vlan.tag || c->vlan.trunk || parse_trunks(opt + 7, &c->vlan) ? -EINVAL : 1;
+	if (!strncmp(opt, "vlan=", 5)) {
+		if (c->vlan.tag || c->vlan.trunk || parse_num(opt + 5, 1, UVN_VLAN_MAX, &n))
+			return -EINVAL;
+		c->vlan.tag = (uint16_t)n;
+	} else if (!strncmp(opt, "mtu=", 4)) {
+		if (parse_num(opt + 4, UVN_PORT_MTU_MIN, UVN_PORT_MTU_MAX, &n))
+			return -EINVAL;
+		c->mtu = (uint32_t)n;
+	} else if (!strncmp(opt, "mac-limit=", 10)) {
+		if (parse_num(opt + 10, 1, MAX_MACS, &n))
+			return -EINVAL;
+		c->mac_limit = (uint32_t)n;
+	} else if (!strncmp(opt, "max-kpps=", 9)) {
+		if (parse_num(opt + 9, 1, MAX_KPPS, &n))
+			return -EINVAL;
+		c->max_pps = (uint64_t)n * 1000;
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+/* name=NAME, group=G, mode=M or one of parse_conf's.
  * @return 1 if @opt was one (stored in @c), 0 if not, -EINVAL if bad */
 static int parse_common(char *opt, struct common *c)
 {
-	char *end;
-	long k;
-
 	if (!strncmp(opt, "name=", 5)) {
 		c->name = opt + 5;
 		return uvn_port_name_ok(c->name) ? 1 : -EINVAL;
@@ -103,13 +165,7 @@ static int parse_common(char *opt, struct common *c)
 		c->set_mode = true;
 		return uvn_port_parse_mode(opt + 5, &c->mode) ? -EINVAL : 1;
 	}
-	if (strncmp(opt, "max-kpps=", 9))
-		return 0;
-	k = strtol(opt + 9, &end, 10);
-	if (end == opt + 9 || *end || k < 1 || k > MAX_KPPS)
-		return -EINVAL;
-	c->pps = (uint64_t)k * 1000;
-	return 1;
+	return parse_conf(opt, &c->conf);
 }
 
 static int parse_vhost(char *args, struct uvn_vhost_port_cfg *cfg, struct common *c)
@@ -125,10 +181,9 @@ static int parse_vhost(char *args, struct uvn_vhost_port_cfg *cfg, struct common
 		if (!strcmp(opt, "client")) {
 			cfg->client = true;
 		} else if (!strncmp(opt, "queues=", 7)) {
-			char *end;
-			long q = strtol(opt + 7, &end, 10);
+			long q;
 
-			if (*end || q < 1 || q > UVN_PORT_MAX_QUEUES)
+			if (parse_num(opt + 7, 1, UVN_PORT_MAX_QUEUES, &q))
 				return -EINVAL;
 			cfg->queues = (unsigned)q;
 		} else if (parse_common(opt, c) <= 0) {
@@ -224,7 +279,7 @@ static int create(char *buf, const struct uvn_port_env *env, struct uvn_port **o
 		r = uvn_port_tap_create(ps.ifname, env->loop, env->small, env->big, out);
 	if (r)
 		return r;
-	(*out)->max_pps = ps.c.pps;
+	(*out)->conf = ps.c.conf;
 	set_name((*out)->name, sizeof((*out)->name), ps.c.name ? ps.c.name : ps.dflt);
 	r = own_socket(&ps, env, (*out)->name);
 	if (r) {
@@ -248,6 +303,20 @@ int uvn_port_spec_name(const char *spec, char *name, size_t n)
 	return 0;
 }
 
+int uvn_port_spec_conf(const char *spec, struct uvn_port_conf *conf)
+{
+	char buf[256];
+	struct parsed ps;
+
+	if (strlen(spec) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, spec);
+	if (parse(buf, &ps))
+		return -EINVAL;
+	*conf = ps.c.conf;
+	return 0;
+}
+
 int uvn_port_create(const char *spec, const struct uvn_port_env *env, struct uvn_port **out)
 {
 	char buf[256];
@@ -261,8 +330,10 @@ int uvn_port_create(const char *spec, const struct uvn_port_env *env, struct uvn
 		return r;
 	UVN_ERR("bad port '%s': expected vhost-user:PATH[,client][,queues=N][,group=G][,mode=M][,OPTS]"
 		" or tap:IFNAME[,OPTS], OPTS: max-kpps=N (1..%d), name=NAME (up to %d printable"
-		" characters, no space or comma); group= (a group name or number) and mode="
-		" (octal, up to 0777) only for a socket uvnetd listens on", spec, MAX_KPPS,
-		UVN_PORT_NAME_MAX);
+		" characters, no space or comma), mtu=N (%d..%d), vlan=N (1..%d) or"
+		" trunks=LIST (VLANs and ranges joined by colons: 10:20:100-199), mac-limit=N"
+		" (1..%d); group= (a group name or number) and mode= (octal, up to 0777) only"
+		" for a socket uvnetd listens on", spec, MAX_KPPS, UVN_PORT_NAME_MAX,
+		UVN_PORT_MTU_MIN, UVN_PORT_MTU_MAX, UVN_VLAN_MAX, MAX_MACS);
 	return -EINVAL;
 }

@@ -60,12 +60,12 @@ static void show_ports(struct uvnetd *d, FILE *f, bool json)
 			fprintf(f, ",\"kind\":\"%s\",\"queues\":%u,", p->ops->kind, p->ops->nqueues(p));
 			uvn_stats_json(f, &s, uvn_port_stats_desc);
 			fprintf(f, ",\"max_kpps\":%" PRIu64 ",\"policed\":%" PRIu64 "}",
-				p->max_pps / 1000, policed);
+				p->conf.max_pps / 1000, policed);
 		} else {
 			fprintf(f, "%-40s %-10s queues %u  ", p->name, p->ops->kind, p->ops->nqueues(p));
 			uvn_stats_print(f, &s, uvn_port_stats_desc, 1);
-			if (p->max_pps)
-				fprintf(f, " max-kpps=%" PRIu64 " policed=%" PRIu64, p->max_pps / 1000,
+			if (p->conf.max_pps)
+				fprintf(f, " max-kpps=%" PRIu64 " policed=%" PRIu64, p->conf.max_pps / 1000,
 					policed);
 			fputc('\n', f);
 		}

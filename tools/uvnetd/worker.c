@@ -317,9 +317,9 @@ static void watch_src(struct uvnetd_src *s, int fd)
 /* Queue @s's share of its port's ingress limit (one of @nq queues). */
 static void limit_src(struct uvnetd_src *s, unsigned nq)
 {
-	uint64_t pps = s->p->max_pps / nq;
+	uint64_t pps = s->p->conf.max_pps / nq;
 
-	if (!s->p->max_pps)
+	if (!s->p->conf.max_pps)
 		return;
 	s->cost_ps = 1000000000000ull / (pps ? pps : 1);
 	s->credit_ps = s->cost_ps * BURST;
