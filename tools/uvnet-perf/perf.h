@@ -5,12 +5,20 @@
  * DPDK net_vhost in testpmd, or an external backend), each pinned to its
  * own CPU, and turns the counters both sides report into a result.
  *
- *   opts.c     command line                 run.c      one test, end to end
- *   proc.c     child processes, temp dir    side_*.c   the four kinds of side
- *   worker*.c  our driver's traffic loops   hist.c     latency histogram
- *   report.c   JSON and table rows          suites.c   default + limits suites
- *   seeds.c    the seeds suite              compare.c  the 2x2 against DPDK
- *   limits.c   memcpy and cross-CPU probes  plot.c     gnuplot charts
+ *   main.c          what to run: a test, a suite or the comparison
+ *   opts.c          command line
+ *   run.c           one test, end to end
+ *   run_result.c    from both sides' counters to a result
+ *   proc.c          child processes, the private temporary directory
+ *   side_*.c        the sides behind side.h: uvnetd, DPDK testpmd (net_vhost
+ *                   or virtio-user), our driver's worker, an external backend
+ *   worker.c        our driver's process; worker_loops.c its traffic loops
+ *   frames.c        the frames it sends     hist.c     latency histogram
+ *   report.c        JSON and table rows     suites.c   one test, default and
+ *                                                      limits suites
+ *   seeds.c         the seeds suite         compare.c  the 2x2 against DPDK
+ *   limits.c        memcpy and cross-CPU probes        plot.c  gnuplot charts
+ *   deps.c          a missing program: name its Debian packages and stop
  */
 #ifndef UVN_PERF_H
 #define UVN_PERF_H

@@ -42,10 +42,10 @@ static const char *not_available(const struct pt_opts *o, const struct pt_cfg *c
 			return why;
 		}
 		if (c->zerocopy != PT_ZC_DEFAULT && !pt_uvnetd_has(o, "--zerocopy"))
-			return "this uvnetd has no --zerocopy yet (zero-copy TX: issue 6)";
+			return "this uvnetd has no --zerocopy (it predates zero-copy TX)";
 		if (rx_gen && max && c->size > max) {
 			snprintf(why, sizeof(why),
-				 "uvnetd --txonly-size is limited to %u B (GSO frames from txonly: issue 6)",
+				 "this uvnetd limits --txonly-size to %u B (it predates GSO txonly frames)",
 				 max);
 			return why;
 		}

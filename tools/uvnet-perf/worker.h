@@ -8,8 +8,9 @@
  * and errors out. The loops only read a command word every few dozen
  * bursts, so watching them costs nothing measurable.
  *
- * The loops are independent of uvnet-perf's orchestration (wk_main() needs
- * only the block), so other benchmarks (bench/drvbench.c) can reuse them.
+ * The loops are independent of uvnet-perf's orchestration: wk_main() needs
+ * only the block. uvnet-perf is their only user (bench/drvbench.c has loops
+ * of its own).
  */
 #ifndef UVN_PERF_WORKER_H
 #define UVN_PERF_WORKER_H

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The virtio-net driver's objects, shared by its files:
- *   open.c   connection, negotiation, arena, queue set-up, stop/close,
- *            options, statistics;  cfg.c the configuration and its parser;
- *   rx.c     receive: the three rx modes, deferred allocation, mergeable
- *            buffer sizing, refill;
- *   tx.c     transmit: headers, offloads, bounce buffers, reclaim;
- *   cache.c  indirect descriptor tables (per-queue cache or the arena);
- *   ctrl.c   the control queue;  wait.c kicks, calls and connection checks.
+ *   open.c     bringing an instance up and down: connection, negotiation,
+ *              the arena, queue set-up, start, stop and close;
+ *   cfg.c      the configuration's defaults and its key=value parser;
+ *   info.c     run-time options, negotiated features, statistics, queries;
+ *   link.c     reconnecting after a backend restart (the link thread);
+ *   rx.c       receive: the three rx modes, deferred allocation, the frame
+ *              size average for adaptive buffer sizing;
+ *   rx_post.c  receive buffers: their size (mergeable sizing), posting and
+ *              refill, and taking them back at teardown;
+ *   tx.c       transmit: headers, offloads, bounce buffers, reclaim;
+ *   cache.c    indirect descriptor tables (per-queue cache or the arena);
+ *   ctrl.c     the control queue;  wait.c kicks, calls and connection checks.
  *
  * Ownership: everything a queue touches on its data path lives in its own
  * struct (its pools, its cache, its counters); the instance-wide fields it
