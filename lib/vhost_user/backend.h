@@ -202,9 +202,13 @@ void uvn_vu_log_used(struct uvn_vu_backend *b, struct uvn_vu_queue *q);
 
 /*
  * Sockets. @return an fd, or a negative errno.
- * uvn_vu_listen: listen on @path, removing a stale socket file (not one
- * that still accepts connections: -EADDRINUSE; the probe is a connection
- * that its owner sees open and close) nor any other file (-EEXIST).
+ * uvn_vu_listen: listen on @path, removing a stale socket file: one whose
+ * connection is refused. Not one that still accepts connections or whose
+ * listener is too busy to (-EADDRINUSE; the probe is a connection its
+ * owner may see open and close), one we cannot reach (that -errno), nor
+ * any other file (-EEXIST).
+ * uvn_vu_connect: never waits on the peer: -EAGAIN while the listener's
+ * backlog is full (try again later), -ECONNREFUSED if nobody listens.
  */
 int uvn_vu_listen(const char *path);
 int uvn_vu_accept(int lfd);

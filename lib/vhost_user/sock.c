@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unix sockets for vhost-user: server (listen/accept) and client (connect). */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -21,19 +22,49 @@ static int make_addr(const char *path, struct sockaddr_un *sa)
 	return 0;
 }
 
+/*
+ * Connect without waiting: a unix listener whose backlog is full would
+ * block a blocking connect() until the peer accepts, and the peer is not
+ * ours to wait on. Linux fails a non-blocking one with EAGAIN instead
+ * (unix stream sockets never return EINPROGRESS). The connected socket is
+ * handed back blocking, as callers use it.
+ */
 static int connect_to(const struct sockaddr_un *sa)
 {
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int err;
 
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0) {
-		int err = -errno;
+	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0 &&
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0)
+		return fd;
+	err = errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	close(fd);
+	return err;
+}
 
+/*
+ * Is the socket file at @sa's path stale? Only a refused connection says
+ * nobody listens there. A listener that is busy (EAGAIN) or that we may
+ * not reach (EACCES...) is someone's. @return 0 if stale (removed),
+ * 1 if gone already, -EADDRINUSE or another -errno if not ours to remove
+ */
+static int remove_stale(const struct sockaddr_un *sa)
+{
+	int fd = connect_to(sa);
+
+	if (fd >= 0) {
 		close(fd);
-		return err;
+		return -EADDRINUSE;
 	}
-	return fd;
+	if (fd == -EAGAIN)
+		return -EADDRINUSE;
+	if (fd == -ENOENT)
+		return 1;
+	if (fd != -ECONNREFUSED)
+		return fd;
+	return unlink(sa->sun_path) && errno != ENOENT ? -errno : 0;
 }
 
 int uvn_vu_listen(const char *path)
@@ -50,12 +81,9 @@ int uvn_vu_listen(const char *path)
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
 			return -EEXIST;
-		fd = connect_to(&sa);
-		if (fd >= 0) {
-			close(fd);
-			return -EADDRINUSE;
-		}
-		unlink(path);
+		ret = remove_stale(&sa);
+		if (ret < 0)
+			return ret;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)

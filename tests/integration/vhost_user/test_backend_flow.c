@@ -14,6 +14,9 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -421,6 +424,49 @@ static void test_sockets(void **state)
 	assert_int_equal(uvn_vu_listen(""), -EINVAL);
 }
 
+/*
+ * A listener too busy to accept (its backlog full) is someone's: listen
+ * must neither wait on it nor remove its socket file, and connect must
+ * not wait on it either (SIGALRM ends the test if either blocks).
+ */
+static void test_sockets_busy(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int lfd, fds[8], n = 0, r;
+	struct stat st;
+
+	(void)state;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/uvn-test-busy-%d.sock", (int)getpid());
+	unlink(sa.sun_path);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 0), 0);
+	do {
+		fds[n] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		assert_true(fds[n] >= 0);
+		r = connect(fds[n], (struct sockaddr *)&sa, sizeof(sa));
+		n++;
+	} while (r == 0 && n < 8);
+	assert_int_equal(r, -1);
+	assert_int_equal(errno, EAGAIN);
+	alarm(10);
+	assert_int_equal(uvn_vu_connect(sa.sun_path), -EAGAIN);
+	assert_int_equal(uvn_vu_listen(sa.sun_path), -EADDRINUSE);
+	alarm(0);
+	assert_int_equal(lstat(sa.sun_path, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	/* Once it is gone, the refused file is stale and replaced. */
+	close(lfd);
+	assert_int_equal(uvn_vu_connect(sa.sun_path), -ECONNREFUSED);
+	lfd = uvn_vu_listen(sa.sun_path);
+	assert_true(lfd >= 0);
+	close(lfd);
+	while (n)
+		close(fds[--n]);
+	unlink(sa.sun_path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -431,6 +477,7 @@ int main(void)
 		cmocka_unit_test(test_memory_changes),
 		cmocka_unit_test(test_fds_and_acks),
 		cmocka_unit_test(test_sockets),
+		cmocka_unit_test(test_sockets_busy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
