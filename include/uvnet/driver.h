@@ -107,6 +107,9 @@
 extern "C" {
 #endif
 
+/* Exported from libuvnet.so, which hides everything else (lib/uvnet.map). */
+#pragma GCC visibility push(default)
+
 /** Most queue pairs a driver instance drives. */
 #define UVN_DRV_MAX_QUEUE_PAIRS 16u
 
@@ -494,6 +497,8 @@ struct uvn_drv_mem_info {
 
 /** @return 0 and queue @p q's figures in @p out, or -EINVAL. */
 int uvn_drv_mem_info(const struct uvn_drv *d, unsigned q, struct uvn_drv_mem_info *out);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -30,6 +30,9 @@
 extern "C" {
 #endif
 
+/* Exported from libuvnet.so, which hides everything else (lib/uvnet.map). */
+#pragma GCC visibility push(default)
+
 /** Segments per packet: a 64 KB frame in 4 KB pieces, plus a header and slack (Linux: MAX_SKB_FRAGS + 2). */
 #define UVN_PKT_MAX_SEGS 19
 
@@ -202,6 +205,8 @@ const struct uvn_frag_pool_stats *uvn_frag_pool_stats(const struct uvn_frag_pool
 
 /** @return bytes per page. */
 size_t uvn_frag_pool_page_size(const struct uvn_frag_pool *fp);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -32,6 +32,9 @@
 extern "C" {
 #endif
 
+/* Exported from libuvnet.so, which hides everything else (lib/uvnet.map). */
+#pragma GCC visibility push(default)
+
 /** Largest queue size of either layout (the spec's limit for split rings). */
 #define UVN_VQ_MAX_SIZE 32768u
 
@@ -374,6 +377,8 @@ unsigned uvn_vq_dev_num(const struct uvn_vq_dev *vq);
 
 /** @return the queue's counters. */
 const struct uvn_vq_stats *uvn_vq_dev_stats(const struct uvn_vq_dev *vq);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }
