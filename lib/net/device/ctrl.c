@@ -2,16 +2,88 @@
 /*
  * The control virtqueue, for frontends that hand it to the backend (QEMU
  * keeps its own). A command is class + cmd + data in readable buffers and
- * one writable ack byte. We are a switch port: rx filters and MAC tables
- * are acknowledged (the switch learns addresses itself), MQ pairs are
- * applied through the caller, everything else is refused.
+ * one writable ack byte. Receive modes and MAC tables go to the queue's
+ * receive filter (filter.h) when it has one, MQ pairs are applied through
+ * the caller, announcements are acknowledged, everything else is refused.
+ * Data is copied out of the guest's buffers once and checked in the copy.
  */
 #include <endian.h>
 
+#include "net/device/filter.h"
 #include "net/device/netdev.h"
 #include "net/iov.h"
 #include "ring/ring.h"
 #include "util/log.h"
+
+struct mac_tables {
+	uint32_t n[2];                              /* unicast, multicast */
+	uint8_t mac[2][UVN_RX_FILTER_MACS * 6];
+};
+
+/*
+ * VIRTIO_NET_CTRL_MAC_TABLE_SET's data: two tables, each a le32 count and
+ * that many addresses, filling the @dlen bytes exactly. Tables longer
+ * than we keep are counted, not read. @return false if malformed
+ */
+static bool read_tables(const struct uvn_netdev_q *q, const struct uvn_vq_chain *ch,
+			uint32_t dlen, struct mac_tables *t)
+{
+	uint64_t off = sizeof(struct virtio_net_ctrl_hdr), end = off + dlen;
+
+	for (unsigned i = 0; i < 2; i++) {
+		uint32_t n = 0;
+
+		if (off + sizeof(n) > end)
+			return false;
+		uvn_iov_to_buf(q->iov, ch->nout, off, &n, sizeof(n));
+		t->n[i] = n = le32toh(n);
+		off += sizeof(n);
+		if ((uint64_t)n * 6 > end - off)
+			return false;
+		if (n <= UVN_RX_FILTER_MACS)
+			uvn_iov_to_buf(q->iov, ch->nout, off, t->mac[i], (size_t)n * 6);
+		off += (uint64_t)n * 6;
+	}
+	return off == end;
+}
+
+static uint8_t rx_mode(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch, uint8_t cmd,
+		       uint32_t dlen)
+{
+	uint8_t on = 0;
+
+	if (!uvn_has_feature(q->features, VIRTIO_NET_F_CTRL_RX) || dlen != 1 ||
+	    cmd > VIRTIO_NET_CTRL_RX_NOBCAST ||
+	    (cmd > VIRTIO_NET_CTRL_RX_ALLMULTI &&
+	     !uvn_has_feature(q->features, VIRTIO_NET_F_CTRL_RX_EXTRA)))
+		return VIRTIO_NET_ERR;
+	uvn_iov_to_buf(q->iov, ch->nout, sizeof(struct virtio_net_ctrl_hdr), &on, 1);
+	if (q->filter)
+		uvn_rx_filter_set_mode(q->filter, cmd, on != 0);
+	return VIRTIO_NET_OK;
+}
+
+static uint8_t mac_cmd(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch, uint8_t cmd,
+		       uint32_t dlen)
+{
+	struct mac_tables t;
+	uint8_t mac[6] = { 0 };
+
+	if (cmd == VIRTIO_NET_CTRL_MAC_ADDR_SET) {
+		if (!uvn_has_feature(q->features, VIRTIO_NET_F_CTRL_MAC_ADDR) || dlen != sizeof(mac))
+			return VIRTIO_NET_ERR;
+		uvn_iov_to_buf(q->iov, ch->nout, sizeof(struct virtio_net_ctrl_hdr), mac, sizeof(mac));
+		if (q->filter)
+			uvn_rx_filter_set_mac(q->filter, mac);
+		return VIRTIO_NET_OK;
+	}
+	if (cmd != VIRTIO_NET_CTRL_MAC_TABLE_SET ||
+	    !uvn_has_feature(q->features, VIRTIO_NET_F_CTRL_RX) || !read_tables(q, ch, dlen, &t))
+		return VIRTIO_NET_ERR;
+	if (q->filter)
+		uvn_rx_filter_set_tables(q->filter, t.mac[0], t.n[0], t.mac[1], t.n[1]);
+	return VIRTIO_NET_OK;
+}
 
 static uint8_t execute(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch,
 		       int (*set_pairs)(void *ctx, unsigned pairs), void *ctx)
@@ -23,16 +95,9 @@ static uint8_t execute(struct uvn_netdev_q *q, const struct uvn_vq_chain *ch,
 	uvn_iov_to_buf(q->iov, ch->nout, 0, &h, sizeof(h));
 	switch (h.class) {
 	case VIRTIO_NET_CTRL_RX:
-		if (!uvn_has_feature(q->features, VIRTIO_NET_F_CTRL_RX) || dlen != 1 ||
-		    h.cmd > VIRTIO_NET_CTRL_RX_NOBCAST)
-			return VIRTIO_NET_ERR;
-		return VIRTIO_NET_OK;
+		return rx_mode(q, ch, h.cmd, dlen);
 	case VIRTIO_NET_CTRL_MAC:
-		if (h.cmd == VIRTIO_NET_CTRL_MAC_ADDR_SET)
-			return dlen == 6 ? VIRTIO_NET_OK : VIRTIO_NET_ERR;
-		if (h.cmd == VIRTIO_NET_CTRL_MAC_TABLE_SET && uvn_has_feature(q->features, VIRTIO_NET_F_CTRL_RX))
-			return dlen >= 8 ? VIRTIO_NET_OK : VIRTIO_NET_ERR;
-		return VIRTIO_NET_ERR;
+		return mac_cmd(q, ch, h.cmd, dlen);
 	case VIRTIO_NET_CTRL_ANNOUNCE:
 		return h.cmd == VIRTIO_NET_CTRL_ANNOUNCE_ACK ? VIRTIO_NET_OK : VIRTIO_NET_ERR;
 	case VIRTIO_NET_CTRL_MQ:

@@ -26,6 +26,7 @@ void uvn_netdev_q_init(struct uvn_netdev_q *q, struct uvn_vq_dev *vq, uint64_t f
 	q->broken = false;
 	q->ring_err = 0;
 	q->zc = NULL;
+	q->filter = NULL;
 	/* The spec lets an IN_ORDER device write one used element per batch.
 	 * Drivers are tested against DPDK's vhost, which does that for packed
 	 * rings only and writes every split used entry: so do we. */

@@ -72,6 +72,7 @@ extern const struct uvn_stat_desc uvn_netdev_q_stats_desc[];
 enum uvn_zc_mode { UVN_ZC_OFF, UVN_ZC_ON, UVN_ZC_AUTO };
 
 struct uvn_netdev_zc;
+struct uvn_rx_filter;
 
 struct uvn_netdev_q {
 	struct uvn_vq_dev *vq;
@@ -90,6 +91,9 @@ struct uvn_netdev_q {
 	void (*log_used)(void *ctx);
 	void *log_ctx;
 	struct uvn_netdev_zc *zc;  /* zero-copy tx state, NULL when off */
+	/* Control queue: the device's receive filter its commands set
+	 * (NULL: acknowledged only). Set after uvn_netdev_q_init. */
+	struct uvn_rx_filter *filter;
 	struct iovec iov[UVN_NETDEV_MAX_IOV];
 	struct uvn_netdev_q_stats st;
 };
