@@ -10,14 +10,19 @@
  *   add-port SPEC [name=NAME]
  *   del-port NAME
  *   save [FILE]
+ *   fdb show [--json]
+ *   fdb add MAC port=NAME [vlan=N]
+ *   fdb del MAC [vlan=N]
+ *   fdb flush [port=NAME]
  *
  * An answer that starts with "error:" makes the client exit 1. The line
  * is gathered and parsed by ctl_parse.c, which needs no daemon (fuzzed).
  *
  * The handlers are light (main.c): a client's line is gathered and `show`
  * answered beside the running workers, reading their counters as the
- * stats timer does; `set`, `add-port` and `del-port` park them for the
- * change alone (ports.c). Connections
+ * stats timer does; `set`, `add-port`, `del-port` and the fdb changes
+ * park them for the change alone (ports.c), so that what the workers learn
+ * meanwhile does not race with the operator's entry. Connections
  * are non-blocking, up to UVNETD_CTL_CLIENTS at once (a new one closes
  * the oldest), so a slow client delays neither the data path nor the
  * control thread; only one that does not read its answer gets 200 ms.
@@ -41,32 +46,76 @@
 #include "uvnetd.h"
 #include "vhost_user/backend.h"
 
+/* The port's VLANs as its spec says them: vlan=N, trunks=LIST, or "" (all). */
+static void vlans_text(const struct uvn_port *p, char *buf, size_t n)
+{
+	const struct uvn_port_vlans *v = &p->conf.vlan;
+	size_t o = 0;
+
+	buf[0] = 0;
+	if (v->tag) {
+		snprintf(buf, n, "vlan=%u", v->tag);
+		return;
+	}
+	if (!v->trunk)
+		return;
+	o = (size_t)snprintf(buf, n, "trunks=");
+	for (unsigned a = 0; a <= UVN_VLAN_MAX && o < n; a++) {
+		unsigned b = a;
+
+		if (!uvn_port_vlan_allowed(v, a))
+			continue;
+		while (b < UVN_VLAN_MAX && uvn_port_vlan_allowed(v, b + 1))
+			b++;
+		o += (size_t)snprintf(buf + o, n - o, b > a ? "%s%u-%u" : "%s%u", o > 7 ? ":" : "",
+				      a, b);
+		a = b;
+	}
+}
+
 static void show_ports(struct uvnetd *d, FILE *f, bool json)
 {
+	const struct uvn_fdb *fdb = &d->fwd.fdb;
+
 	if (json)
 		fputs("{\"ports\":[", f);
 	for (unsigned i = 0, n = 0; i < d->fwd.nports; i++) {
 		struct uvn_port *p = d->fwd.ports[i];
-		uint64_t policed;
+		uint64_t policed, limited, vdrop;
 		struct uvn_port_stats s;
+		char vlans[24 * 1024];
+		uint32_t entries;
 
 		if (!p)
 			continue;
 		policed = atomic_load_explicit(&p->policed, memory_order_relaxed);
+		limited = atomic_load_explicit(&fdb->port[i].limited, memory_order_relaxed);
+		vdrop = atomic_load_explicit(&d->fwd.port_st[i].vlan_dropped, memory_order_relaxed);
+		entries = uvn_fdb_port_count(fdb, (uint16_t)i);
+		vlans_text(p, vlans, sizeof(vlans));
 		p->ops->stats(p, &s);
 		if (json) {
 			fputs(n++ ? ",{\"name\":" : "{\"name\":", f);
 			uvn_json_str(f, p->name);
 			fprintf(f, ",\"kind\":\"%s\",\"queues\":%u,", p->ops->kind, p->ops->nqueues(p));
 			uvn_stats_json(f, &s, uvn_port_stats_desc);
-			fprintf(f, ",\"max_kpps\":%" PRIu64 ",\"policed\":%" PRIu64 "}",
+			fprintf(f, ",\"max_kpps\":%" PRIu64 ",\"policed\":%" PRIu64 ",\"vlans\":",
 				p->conf.max_pps / 1000, policed);
+			uvn_json_str(f, vlans[0] ? vlans : "all");
+			fprintf(f, ",\"vlan_drops\":%" PRIu64 ",\"fdb_entries\":%" PRIu32
+				",\"mac_limit\":%" PRIu32 ",\"mac_limit_drops\":%" PRIu64 "}",
+				vdrop, entries, p->conf.mac_limit, limited);
 		} else {
 			fprintf(f, "%-40s %-10s queues %u  ", p->name, p->ops->kind, p->ops->nqueues(p));
 			uvn_stats_print(f, &s, uvn_port_stats_desc, 1);
 			if (p->conf.max_pps)
 				fprintf(f, " max-kpps=%" PRIu64 " policed=%" PRIu64, p->conf.max_pps / 1000,
 					policed);
+			if (vlans[0])
+				fprintf(f, " %s vlan_drops=%" PRIu64, vlans, vdrop);
+			if (p->conf.mac_limit)
+				fprintf(f, " mac-limit=%" PRIu32 " fdb_entries=%" PRIu32
+					" mac_limit_drops=%" PRIu64, p->conf.mac_limit, entries, limited);
 			fputc('\n', f);
 		}
 	}
@@ -87,6 +136,11 @@ static void show_queues(struct uvnetd *d, FILE *f, bool json)
 		fputs("]}\n", f);
 }
 
+static const char *port_name(struct uvnetd *d, uint16_t id)
+{
+	return id < d->fwd.nports && d->fwd.ports[id] ? d->fwd.ports[id]->name : NULL;
+}
+
 static void show_fdb(struct uvnetd *d, FILE *f, bool json)
 {
 	const struct uvn_fdb *fdb = &d->fwd.fdb;
@@ -95,23 +149,32 @@ static void show_fdb(struct uvnetd *d, FILE *f, bool json)
 
 	if (json)
 		fputs("{\"fdb\":[", f);
+	else
+		fprintf(f, "%-4s  %-17s  %-40s  %s\n", "vlan", "mac", "port", "age (or static)");
 	for (unsigned i = 0; i <= fdb->mask; i++) {
-		const struct uvn_fdb_entry *e = &fdb->slots[i];
+		struct uvn_fdb_info e;
+		const char *name;
+		uint64_t mac;
 		double age;
 
-		if (!e->mac || e->port >= d->fwd.nports || !d->fwd.ports[e->port] || now - e->seen_ns > fdb->age_ns)
+		if (!uvn_fdb_get(fdb, i, now, &e) || !(name = port_name(d, e.port)))
 			continue;
-		age = (double)(now - e->seen_ns) / 1e9;
+		mac = uvn_fdb_key_mac(e.key);
+		age = (double)e.age_ns / 1e9;
 		if (json) {
-			fprintf(f, "%s{\"mac\":\"%012" PRIx64 "\",\"port\":", first ? "" : ",", e->mac);
-			uvn_json_str(f, d->fwd.ports[e->port]->name);
-			fprintf(f, ",\"age_s\":%.1f}", age);
+			fprintf(f, "%s{\"vlan\":%u,\"mac\":\"%012" PRIx64 "\",\"port\":",
+				first ? "" : ",", uvn_fdb_key_vlan(e.key), mac);
+			uvn_json_str(f, name);
+			fprintf(f, ",\"age_s\":%.1f,\"static\":%s}", age, e.is_static ? "true" : "false");
 		} else {
-			fprintf(f, "%02x:%02x:%02x:%02x:%02x:%02x  %-40s age %.1f s\n",
-				(unsigned)(e->mac >> 40) & 0xff, (unsigned)(e->mac >> 32) & 0xff,
-				(unsigned)(e->mac >> 24) & 0xff, (unsigned)(e->mac >> 16) & 0xff,
-				(unsigned)(e->mac >> 8) & 0xff, (unsigned)e->mac & 0xff,
-				d->fwd.ports[e->port]->name, age);
+			fprintf(f, "%4u  %02x:%02x:%02x:%02x:%02x:%02x  %-40s  ", uvn_fdb_key_vlan(e.key),
+				(unsigned)(mac >> 40) & 0xff, (unsigned)(mac >> 32) & 0xff,
+				(unsigned)(mac >> 24) & 0xff, (unsigned)(mac >> 16) & 0xff,
+				(unsigned)(mac >> 8) & 0xff, (unsigned)mac & 0xff, name);
+			if (e.is_static)
+				fputs("static\n", f);
+			else
+				fprintf(f, "%.1f s\n", age);
 		}
 		first = false;
 	}
@@ -127,15 +190,85 @@ static void show_stats(struct uvnetd *d, FILE *f, bool json)
 	uvnetd_fwd_stats(d, &st);
 	fprintf(f,
 		json ? "{\"forwarded\":%" PRIu64 ",\"flooded\":%" PRIu64 ",\"filtered\":%" PRIu64
-		       ",\"sunk\":%" PRIu64 ",\"generated\":%" PRIu64 ",\"fdb_learned\":%" PRIu64
-		       ",\"fdb_moved\":%" PRIu64 ",\"fdb_full\":%" PRIu64 ",\"zerocopy\":\"%s\","
+		       ",\"sunk\":%" PRIu64 ",\"generated\":%" PRIu64 ",\"vlan_dropped\":%" PRIu64
+		       ",\"limit_dropped\":%" PRIu64 ",\"tag_failed\":%" PRIu64
+		       ",\"fdb_learned\":%" PRIu64 ",\"fdb_moved\":%" PRIu64 ",\"fdb_aged\":%" PRIu64
+		       ",\"fdb_full\":%" PRIu64 ",\"fdb_limited\":%" PRIu64 ",\"zerocopy\":\"%s\","
 		       "\"workers\":%u,\"worker_pauses\":%" PRIu64 "}\n"
 		     : "forwarded %" PRIu64 " flooded %" PRIu64 " filtered %" PRIu64 " sunk %" PRIu64
-		       " generated %" PRIu64 "\nfdb learned %" PRIu64 " moved %" PRIu64
-		       " full %" PRIu64 "\nzerocopy %s\nworkers %u (parked %" PRIu64 " times)\n",
-		s->forwarded, s->flooded, s->filtered, s->sunk, s->generated,
-		(uint64_t)fdb->learned, (uint64_t)fdb->moved, (uint64_t)fdb->full,
+		       " generated %" PRIu64 "\nvlan_dropped %" PRIu64 " limit_dropped %" PRIu64
+		       " tag_failed %" PRIu64 "\nfdb learned %" PRIu64 " moved %" PRIu64
+		       " aged %" PRIu64 " full %" PRIu64 " limited %" PRIu64
+		       "\nzerocopy %s\nworkers %u (parked %" PRIu64 " times)\n",
+		s->forwarded, s->flooded, s->filtered, s->sunk, s->generated, s->vlan_dropped,
+		s->limit_dropped, s->tag_failed, (uint64_t)fdb->learned, (uint64_t)fdb->moved,
+		(uint64_t)fdb->aged, (uint64_t)fdb->full, (uint64_t)fdb->limited,
 		uvnetd_ctl_zc_names[d->o.zerocopy], d->nworkers, d->pauses);
+}
+
+/* The workers parked for an FDB change. @return false (said): stopping */
+static bool fdb_quiesce(struct uvnetd *d, FILE *f)
+{
+	if (uvnetd_quiesce(d))
+		return true;
+	uvnetd_resume(d);
+	fputs("error: uvnetd is stopping\n", f);
+	return false;
+}
+
+static void fdb_add(struct uvnetd *d, const struct uvnetd_ctl_cmd *cmd, FILE *f)
+{
+	struct uvn_port *p = uvnetd_port_find(d, cmd->port);
+	int r;
+
+	if (!p) {
+		fprintf(f, "error: no port '%s' (show ports lists them)\n", cmd->port);
+		return;
+	}
+	/* Floods and lookups skip group addresses: such an entry would never be used. */
+	if (cmd->mac >> 40 & 1) {
+		fputs("error: a static entry is for a unicast address (its first byte even)\n", f);
+		return;
+	}
+	if (!fdb_quiesce(d, f))
+		return;
+	r = uvn_fdb_add_static(&d->fwd.fdb, uvn_fdb_key(cmd->vlan, cmd->mac), p->id, uvn_now_ns());
+	uvnetd_resume(d);
+	if (r)
+		fputs("error: the FDB has no room for it (too many addresses hash alike)\n", f);
+	else
+		fprintf(f, "static entry added (vlan %u, port %s)\n", cmd->vlan, p->name);
+}
+
+static void fdb_del(struct uvnetd *d, const struct uvnetd_ctl_cmd *cmd, FILE *f)
+{
+	int r;
+
+	if (!fdb_quiesce(d, f))
+		return;
+	r = uvn_fdb_del(&d->fwd.fdb, uvn_fdb_key(cmd->vlan, cmd->mac), uvn_now_ns());
+	uvnetd_resume(d);
+	if (r)
+		fprintf(f, "error: no entry for that address in vlan %u (fdb show lists them)\n",
+			cmd->vlan);
+	else
+		fputs("entry removed\n", f);
+}
+
+static void fdb_flush(struct uvnetd *d, const struct uvnetd_ctl_cmd *cmd, FILE *f)
+{
+	struct uvn_port *p = cmd->port ? uvnetd_port_find(d, cmd->port) : NULL;
+	unsigned n;
+
+	if (cmd->port && !p) {
+		fprintf(f, "error: no port '%s' (show ports lists them)\n", cmd->port);
+		return;
+	}
+	if (!fdb_quiesce(d, f))
+		return;
+	n = uvn_fdb_flush(&d->fwd.fdb, p ? p->id : UVN_FDB_NO_PORT, false, uvn_now_ns());
+	uvnetd_resume(d);
+	fprintf(f, "flushed %u learned entries\n", n);
 }
 
 int uvnetd_set_zerocopy(struct uvnetd *d, int m)
@@ -246,6 +379,12 @@ static void execute(struct uvnetd *d, char *line, FILE *f)
 		return del_port(d, cmd.name, f);
 	case UVNETD_CTL_SAVE:
 		return save(d, cmd.path, f);
+	case UVNETD_CTL_FDB_ADD:
+		return fdb_add(d, &cmd, f);
+	case UVNETD_CTL_FDB_DEL:
+		return fdb_del(d, &cmd, f);
+	case UVNETD_CTL_FDB_FLUSH:
+		return fdb_flush(d, &cmd, f);
 	case UVNETD_CTL_NOPS:
 		break;
 	}
@@ -390,7 +529,11 @@ int uvnetd_ctl_client(int argc, char **argv)
 		      "       uvnetd ctl PATH set zerocopy on|off|auto\n"
 		      "       uvnetd ctl PATH add-port SPEC [name=NAME]\n"
 		      "       uvnetd ctl PATH del-port NAME\n"
-		      "       uvnetd ctl PATH save [FILE]\n", stderr);
+		      "       uvnetd ctl PATH save [FILE]\n"
+		      "       uvnetd ctl PATH fdb show [--json]\n"
+		      "       uvnetd ctl PATH fdb add MAC port=NAME [vlan=N]\n"
+		      "       uvnetd ctl PATH fdb del MAC [vlan=N]\n"
+		      "       uvnetd ctl PATH fdb flush [port=NAME]\n", stderr);
 		return 2;
 	}
 	for (int i = 1; i < argc; i++) {

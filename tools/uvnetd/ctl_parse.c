@@ -6,7 +6,7 @@
 #include "net/device/netdev.h"
 
 #define SEP " \t\r\n"
-#define MAX_WORDS 4
+#define MAX_WORDS 5
 
 const char *const uvnetd_ctl_zc_names[3] = { [UVN_ZC_OFF] = "off", [UVN_ZC_ON] = "on",
 					     [UVN_ZC_AUTO] = "auto" };
@@ -78,6 +78,89 @@ static int parse_save(char **w, unsigned n, struct uvnetd_ctl_cmd *cmd)
 	return 0;
 }
 
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)(c | 0x20);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* aa:bb:cc:dd:ee:ff, two hex digits a byte. */
+static int parse_mac(const char *s, uint64_t *mac)
+{
+	uint64_t m = 0;
+
+	for (int i = 0; i < 6; i++) {
+		int hi = hexval(*s++), lo = hi < 0 ? -1 : hexval(*s++);
+
+		if (lo < 0 || *s != (i == 5 ? 0 : ':'))
+			return -EINVAL;
+		s += i < 5;
+		m = m << 8 | (uint64_t)(hi << 4 | lo);
+	}
+	*mac = m;
+	return 0;
+}
+
+/* vlan=N, 0..4094, decimal. */
+static int parse_vlan(const char *s, unsigned *vlan)
+{
+	unsigned v = 0;
+
+	if (strncmp(s, "vlan=", 5) || !s[5] || strlen(s + 5) > 4)
+		return -EINVAL;
+	for (s += 5; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		v = v * 10 + (unsigned)(*s - '0');
+	}
+	if (v > 4094)
+		return -EINVAL;
+	*vlan = v;
+	return 0;
+}
+
+static const char *port_opt(const char *s)
+{
+	return !strncmp(s, "port=", 5) && s[5] ? s + 5 : NULL;
+}
+
+static int parse_fdb(char **w, unsigned n, struct uvnetd_ctl_cmd *cmd)
+{
+	static const char *const usage = "fdb show [--json], fdb add MAC port=NAME [vlan=N],"
+					 " fdb del MAC [vlan=N], fdb flush [port=NAME]"
+					 " (MAC: 02:00:00:00:00:01, N: 0..4094)";
+	struct uvnetd_ctl_cmd c = { .error = usage };
+
+	*cmd = c;
+	if (!strcmp(w[1], "show")) {
+		if (n > 3 || (n == 3 && strcmp(w[2], "--json")))
+			return -EINVAL;
+		*cmd = (struct uvnetd_ctl_cmd){ .op = UVNETD_CTL_SHOW_FDB, .json = n == 3 };
+		return 0;
+	}
+	if (!strcmp(w[1], "flush")) {
+		if (n > 3 || (n == 3 && !(c.port = port_opt(w[2]))))
+			return -EINVAL;
+		c.op = UVNETD_CTL_FDB_FLUSH;
+	} else if (!strcmp(w[1], "add")) {
+		if (n < 4 || n > 5 || parse_mac(w[2], &c.mac) || !(c.port = port_opt(w[3])) ||
+		    (n == 5 && parse_vlan(w[4], &c.vlan)))
+			return -EINVAL;
+		c.op = UVNETD_CTL_FDB_ADD;
+	} else if (!strcmp(w[1], "del")) {
+		if (n < 3 || n > 4 || parse_mac(w[2], &c.mac) || (n == 4 && parse_vlan(w[3], &c.vlan)))
+			return -EINVAL;
+		c.op = UVNETD_CTL_FDB_DEL;
+	} else {
+		return -EINVAL;
+	}
+	c.error = NULL;
+	*cmd = c;
+	return 0;
+}
+
 int uvnetd_ctl_parse(char *line, struct uvnetd_ctl_cmd *cmd)
 {
 	char *save = NULL, *w[MAX_WORDS + 1];
@@ -86,7 +169,8 @@ int uvnetd_ctl_parse(char *line, struct uvnetd_ctl_cmd *cmd)
 	*cmd = (struct uvnetd_ctl_cmd){
 		.error = "commands: show ports|queues|fdb|stats [--json],"
 			 " show stats --format openmetrics, set zerocopy on|off|auto,"
-			 " add-port SPEC [name=NAME], del-port NAME, save [FILE]"
+			 " add-port SPEC [name=NAME], del-port NAME, save [FILE],"
+			 " fdb show|add|del|flush"
 	};
 	/* One word more than any command has is enough to refuse the line. */
 	for (char *t = strtok_r(line, SEP, &save); t && n <= MAX_WORDS; t = strtok_r(NULL, SEP, &save))
@@ -101,6 +185,8 @@ int uvnetd_ctl_parse(char *line, struct uvnetd_ctl_cmd *cmd)
 		return parse_del_port(w, n, cmd);
 	if (!strcmp(w[0], "show"))
 		return parse_show(w, n, cmd);
+	if (!strcmp(w[0], "fdb"))
+		return parse_fdb(w, n, cmd);
 	if (!strcmp(w[0], "set") && !strcmp(w[1], "zerocopy"))
 		return parse_set_zerocopy(w, n, cmd);
 	return -EINVAL;

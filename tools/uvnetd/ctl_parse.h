@@ -11,6 +11,13 @@
  *   add-port SPEC [name=NAME]     (SPEC as uvnetd --port takes it)
  *   del-port NAME
  *   save [FILE]                   (FILE: where to write; none: the --config file)
+ *   fdb show [--json]             (the same as show fdb)
+ *   fdb add MAC port=NAME [vlan=N]   (a static entry)
+ *   fdb del MAC [vlan=N]
+ *   fdb flush [port=NAME]         (learned entries; static ones stay)
+ *
+ * MAC: six hex bytes joined by colons; N: a VLAN, 0..4094 (0 by default:
+ * untagged frames on trunks).
  *
  * Words are separated by spaces, tabs and carriage returns.
  */
@@ -19,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum uvnetd_ctl_op {
 	UVNETD_CTL_SHOW_PORTS,
@@ -29,6 +37,9 @@ enum uvnetd_ctl_op {
 	UVNETD_CTL_ADD_PORT,
 	UVNETD_CTL_DEL_PORT,
 	UVNETD_CTL_SAVE,
+	UVNETD_CTL_FDB_ADD,
+	UVNETD_CTL_FDB_DEL,
+	UVNETD_CTL_FDB_FLUSH,
 	UVNETD_CTL_NOPS
 };
 
@@ -40,6 +51,9 @@ struct uvnetd_ctl_cmd {
 	const char *spec;             /* add-port: SPEC (a word of the line) */
 	const char *name;             /* add-port: NAME or NULL; del-port: NAME */
 	const char *path;             /* save: FILE or NULL */
+	const char *port;             /* fdb add: NAME; fdb flush: NAME or NULL (every port) */
+	uint64_t mac;                 /* fdb add, del: the address (48 bits) */
+	unsigned vlan;                /* fdb add, del: its VLAN */
 	const char *error;            /* refused: the reason for the client (static) */
 };
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include "util/sys.h"
 
 #define SEC 1000000000ull
+#define K(mac) uvn_fdb_key(0, (mac))
 
 static void test_learn_lookup_move_age(void **state)
 {
@@ -18,16 +20,16 @@ static void test_learn_lookup_move_age(void **state)
 
 	(void)state;
 	assert_int_equal(uvn_fdb_init(&f, 64, 300 * SEC), 0);
-	assert_int_equal(uvn_fdb_lookup(&f, 0x020000000001ull, now), UVN_FDB_NO_PORT);
-	uvn_fdb_learn(&f, 0x020000000001ull, 3, now);
-	assert_int_equal(uvn_fdb_lookup(&f, 0x020000000001ull, now), 3);
-	uvn_fdb_learn(&f, 0x020000000001ull, 5, now + SEC); /* the address moved */
-	assert_int_equal(uvn_fdb_lookup(&f, 0x020000000001ull, now + SEC), 5);
+	assert_int_equal(uvn_fdb_lookup(&f, K(0x020000000001ull), now), UVN_FDB_NO_PORT);
+	uvn_fdb_learn(&f, K(0x020000000001ull), 3, now);
+	assert_int_equal(uvn_fdb_lookup(&f, K(0x020000000001ull), now), 3);
+	uvn_fdb_learn(&f, K(0x020000000001ull), 5, now + SEC); /* the address moved */
+	assert_int_equal(uvn_fdb_lookup(&f, K(0x020000000001ull), now + SEC), 5);
 	assert_int_equal(f.moved, 1);
-	assert_int_equal(uvn_fdb_lookup(&f, 0x020000000001ull, now + 302 * SEC), UVN_FDB_NO_PORT);
-	uvn_fdb_learn(&f, 0x020000000002ull, 1, now);
+	assert_int_equal(uvn_fdb_lookup(&f, K(0x020000000001ull), now + 302 * SEC), UVN_FDB_NO_PORT);
+	uvn_fdb_learn(&f, K(0x020000000002ull), 1, now);
 	uvn_fdb_flush_port(&f, 1);
-	assert_int_equal(uvn_fdb_lookup(&f, 0x020000000002ull, now), UVN_FDB_NO_PORT);
+	assert_int_equal(uvn_fdb_lookup(&f, K(0x020000000002ull), now), UVN_FDB_NO_PORT);
 	uvn_fdb_fini(&f);
 }
 
@@ -39,12 +41,12 @@ static void test_full_table_stays_bounded(void **state)
 	(void)state;
 	assert_int_equal(uvn_fdb_init(&f, 16, 300 * SEC), 0);
 	for (uint64_t m = 1; m <= 100; m++)
-		uvn_fdb_learn(&f, m, (uint16_t)(m % 7), now);
+		uvn_fdb_learn(&f, K(m), (uint16_t)(m % 7), now);
 	assert_true(f.full > 0);
 	/* everything that was stored is found on the right port */
 	unsigned found = 0;
 	for (uint64_t m = 1; m <= 100; m++) {
-		uint16_t p = uvn_fdb_lookup(&f, m, now);
+		uint16_t p = uvn_fdb_lookup(&f, K(m), now);
 
 		if (p != UVN_FDB_NO_PORT) {
 			assert_int_equal(p, m % 7);
@@ -53,8 +55,162 @@ static void test_full_table_stays_bounded(void **state)
 	}
 	assert_int_equal(found, 16);
 	/* once aged, slots are reused */
-	uvn_fdb_learn(&f, 1000, 2, now + 400 * SEC);
-	assert_int_equal(uvn_fdb_lookup(&f, 1000, now + 400 * SEC), 2);
+	uvn_fdb_learn(&f, K(1000), 2, now + 400 * SEC);
+	assert_int_equal(uvn_fdb_lookup(&f, K(1000), now + 400 * SEC), 2);
+	uvn_fdb_fini(&f);
+}
+
+
+/* The same address in two VLANs is two entries, on two ports. */
+static void test_vlan_keys(void **state)
+{
+	struct uvn_fdb f;
+	uint64_t now = 1000 * SEC, mac = 0x020000000001ull;
+
+	(void)state;
+	assert_int_equal(uvn_fdb_init(&f, 64, 300 * SEC), 0);
+	assert_int_equal(uvn_fdb_learn(&f, uvn_fdb_key(10, mac), 1, now), UVN_FDB_LEARNED);
+	assert_int_equal(uvn_fdb_learn(&f, uvn_fdb_key(20, mac), 2, now), UVN_FDB_LEARNED);
+	assert_int_equal(uvn_fdb_lookup(&f, uvn_fdb_key(10, mac), now), 1);
+	assert_int_equal(uvn_fdb_lookup(&f, uvn_fdb_key(20, mac), now), 2);
+	assert_int_equal(uvn_fdb_lookup(&f, uvn_fdb_key(0, mac), now), UVN_FDB_NO_PORT);
+	assert_int_equal(uvn_fdb_lookup(&f, uvn_fdb_key(30, mac), now), UVN_FDB_NO_PORT);
+	assert_int_equal(f.moved, 0);
+	assert_int_equal(uvn_fdb_key_vlan(uvn_fdb_key(4094, mac)), 4094);
+	assert_true(uvn_fdb_key_mac(uvn_fdb_key(4094, mac)) == mac);
+	/* the all-zero address in VLAN 0 is a key like any other, not an empty slot */
+	assert_int_equal(uvn_fdb_learn(&f, uvn_fdb_key(0, 0), 3, now), UVN_FDB_LEARNED);
+	assert_int_equal(uvn_fdb_lookup(&f, uvn_fdb_key(0, 0), now), 3);
+	/* del and flush by port */
+	assert_int_equal(uvn_fdb_del(&f, uvn_fdb_key(10, mac), now), 0);
+	assert_int_equal(uvn_fdb_del(&f, uvn_fdb_key(10, mac), now), -ENOENT);
+	assert_int_equal(uvn_fdb_lookup(&f, uvn_fdb_key(10, mac), now), UVN_FDB_NO_PORT);
+	assert_int_equal(uvn_fdb_lookup(&f, uvn_fdb_key(20, mac), now), 2);
+	assert_int_equal(uvn_fdb_port_count(&f, 1), 0);
+	assert_int_equal(uvn_fdb_flush(&f, 2, false, now), 1);
+	assert_int_equal(uvn_fdb_lookup(&f, uvn_fdb_key(20, mac), now), UVN_FDB_NO_PORT);
+	assert_int_equal(uvn_fdb_lookup(&f, uvn_fdb_key(0, 0), now), 3);
+	/* learned again after a delete: a new entry, counted again */
+	assert_int_equal(uvn_fdb_learn(&f, uvn_fdb_key(10, mac), 1, now), UVN_FDB_LEARNED);
+	assert_int_equal(uvn_fdb_port_count(&f, 1), 1);
+	uvn_fdb_fini(&f);
+}
+
+/* Static entries: never aged, never moved by learning, not flushed with
+ * the learned ones, gone with their port; no second entry ahead of them. */
+static void test_static(void **state)
+{
+	struct uvn_fdb f;
+	struct uvn_fdb_info info;
+	uint64_t now = 1000 * SEC, key = K(0x020000000009ull);
+	unsigned seen = 0;
+
+	(void)state;
+	assert_int_equal(uvn_fdb_init(&f, 64, 300 * SEC), 0);
+	assert_int_equal(uvn_fdb_learn(&f, key, 1, now), UVN_FDB_LEARNED);
+	assert_int_equal(uvn_fdb_port_count(&f, 1), 1);
+	assert_int_equal(uvn_fdb_add_static(&f, key, 4, now), 0);
+	assert_int_equal(uvn_fdb_port_count(&f, 1), 0); /* static: not a learned address */
+	assert_int_equal(uvn_fdb_port_count(&f, 4), 0);
+	assert_int_equal(uvn_fdb_lookup(&f, key, now), 4);
+	assert_int_equal(uvn_fdb_learn(&f, key, 1, now + SEC), UVN_FDB_PINNED);
+	assert_int_equal(uvn_fdb_learn(&f, key, 4, now + SEC), UVN_FDB_KNOWN);
+	assert_int_equal(uvn_fdb_lookup(&f, key, now + 10000 * SEC), 4);
+	assert_int_equal(f.moved, 0);
+	assert_int_equal(uvn_fdb_flush(&f, UVN_FDB_NO_PORT, false, now), 0);
+	assert_int_equal(uvn_fdb_lookup(&f, key, now), 4);
+	for (unsigned i = 0; i <= f.mask; i++) {
+		if (uvn_fdb_get(&f, i, now + 5 * SEC, &info)) {
+			assert_true(info.key == key && info.port == 4 && info.is_static);
+			seen++;
+		}
+	}
+	assert_int_equal(seen, 1);
+	uvn_fdb_flush_port(&f, 4);
+	assert_int_equal(uvn_fdb_lookup(&f, key, now), UVN_FDB_NO_PORT);
+	uvn_fdb_fini(&f);
+}
+
+/* A stale entry ahead of a static one in its probe run is not taken for a
+ * second, learned copy of the address that would hide the static one. */
+/* The slot @key takes alone in a fresh two-slot table. */
+static unsigned slot_of(uint64_t key, uint64_t now)
+{
+	struct uvn_fdb f;
+	struct uvn_fdb_info info;
+	unsigned at = 99;
+
+	assert_int_equal(uvn_fdb_init(&f, 2, 300 * SEC), 0);
+	uvn_fdb_learn(&f, key, 1, now);
+	for (unsigned i = 0; i <= f.mask; i++)
+		if (uvn_fdb_get(&f, i, now, &info))
+			at = i;
+	uvn_fdb_fini(&f);
+	return at;
+}
+
+static void test_static_not_shadowed(void **state)
+{
+	struct uvn_fdb f;
+	uint64_t now = 1000 * SEC, key = K(0x020000000042ull), m = 1;
+
+	(void)state;
+	/* an address whose slot is the first of the static one's run */
+	while (slot_of(K(m), now) != slot_of(key, now))
+		m++;
+	assert_int_equal(uvn_fdb_init(&f, 2, 300 * SEC), 0);
+	assert_int_equal(uvn_fdb_learn(&f, K(m), 1, now), UVN_FDB_LEARNED);
+	assert_int_equal(uvn_fdb_add_static(&f, key, 2, now), 0);
+	/* the learned one ages out: its stale slot comes first in the run */
+	assert_int_equal(uvn_fdb_learn(&f, key, 3, now + 400 * SEC), UVN_FDB_PINNED);
+	assert_int_equal(uvn_fdb_lookup(&f, key, now + 400 * SEC), 2);
+	uvn_fdb_fini(&f);
+}
+
+/* mac-limit: a port at its limit learns nothing more and moves nothing,
+ * so it can neither fill the table nor take another port's addresses;
+ * its aged entries give way (at most one recount a second). */
+static void test_limit(void **state)
+{
+	struct uvn_fdb f;
+	uint64_t now = 1000 * SEC;
+
+	(void)state;
+	assert_int_equal(uvn_fdb_init(&f, 256, 300 * SEC), 0);
+	uvn_fdb_set_limit(&f, 1, 4);
+	for (uint64_t m = 0; m < 20; m++)
+		assert_int_equal(uvn_fdb_learn(&f, K(0x0200000b0000ull + m), 2, now), UVN_FDB_LEARNED);
+	for (uint64_t m = 0; m < 4; m++)
+		assert_int_equal(uvn_fdb_learn(&f, K(0x0200000a0000ull + m), 1, now), UVN_FDB_LEARNED);
+	assert_int_equal(uvn_fdb_port_count(&f, 1), 4);
+	/* a flood of new sources: none learned, each counted */
+	for (uint64_t m = 100; m < 1100; m++)
+		assert_int_equal(uvn_fdb_learn(&f, K(0x0200000a0000ull + m), 1, now), UVN_FDB_LIMITED);
+	assert_int_equal(f.port[1].limited, 1000);
+	assert_int_equal(f.limited, 1000);
+	assert_int_equal(uvn_fdb_port_count(&f, 1), 4);
+	/* another port's address, sent from the port at its limit: not moved */
+	assert_int_equal(uvn_fdb_learn(&f, K(0x0200000b0003ull), 1, now), UVN_FDB_LIMITED);
+	for (uint64_t m = 0; m < 20; m++)
+		assert_int_equal(uvn_fdb_lookup(&f, K(0x0200000b0000ull + m), now), 2);
+	/* its own known addresses still refresh */
+	assert_int_equal(uvn_fdb_learn(&f, K(0x0200000a0001ull), 1, now + 2 * SEC), UVN_FDB_KNOWN);
+	/* other ports learn on: the limit is per port */
+	assert_int_equal(uvn_fdb_learn(&f, K(0x0200000c0000ull), 3, now), UVN_FDB_LEARNED);
+	/* once three of its four aged out, three new ones fit, not four */
+	now += 301 * SEC;
+	assert_int_equal(uvn_fdb_learn(&f, K(0x0200000a0001ull), 1, now), UVN_FDB_KNOWN);
+	for (uint64_t m = 200; m < 203; m++)
+		assert_int_equal(uvn_fdb_learn(&f, K(0x0200000a0000ull + m), 1, now), UVN_FDB_LEARNED);
+	assert_int_equal(uvn_fdb_learn(&f, K(0x0200000a0000ull + 203), 1, now), UVN_FDB_LIMITED);
+	assert_int_equal(uvn_fdb_port_count(&f, 1), 4);
+	/* static entries do not count against it */
+	assert_int_equal(uvn_fdb_add_static(&f, K(0x0200000d0000ull), 1, now), 0);
+	assert_int_equal(uvn_fdb_port_count(&f, 1), 4);
+	/* flushed: room again */
+	assert_int_equal(uvn_fdb_flush(&f, 1, false, now), 4);
+	assert_int_equal(uvn_fdb_port_count(&f, 1), 0);
+	assert_int_equal(uvn_fdb_learn(&f, K(0x0200000a0000ull + 203), 1, now), UVN_FDB_LEARNED);
 	uvn_fdb_fini(&f);
 }
 
@@ -77,6 +233,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_learn_lookup_move_age),
 		cmocka_unit_test(test_full_table_stays_bounded),
+		cmocka_unit_test(test_vlan_keys),
+		cmocka_unit_test(test_static),
+		cmocka_unit_test(test_static_not_shadowed),
+		cmocka_unit_test(test_limit),
 		cmocka_unit_test(test_cpulist),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
