@@ -197,6 +197,9 @@ struct uvn_drv_cfg {
 	 */
 	void (*link_cb)(void *arg, bool up);
 	void *link_arg;
+	/** Zero, as uvn_drv_cfg_init() leaves it: room for later fields, so
+	 *  the struct a program allocates stays 256 bytes. */
+	uint64_t reserved[14];
 };
 
 /** Run-time options (uvn_drv_set_opt()). */
@@ -375,6 +378,7 @@ struct uvn_drv_link_stats {
 	/** Chains the backend still held when uvn_drv_stop() stopped the rings
 	 *  (its avail index past the used index; split rings): 0 once traffic is quiet. */
 	uint64_t held_at_stop;
+	uint64_t reserved[6];    /**< room for later counters: the size stays 128 bytes */
 };
 
 /** Copy the reconnection counters. Any thread (a snapshot, not atomic as a whole). */
@@ -441,6 +445,7 @@ struct uvn_drv_rxq_stats {
 	uint64_t desc_cache_hit; /**< indirect tables from the per-queue cache */
 	uint64_t desc_cache_miss;/**< indirect tables allocated from the arena */
 	uint64_t err_hdr;        /**< virtio-net header with flags or GSO not negotiated, bad csum range */
+	uint64_t reserved[12];   /**< room for later counters: the size stays 256 bytes */
 };
 
 /** Transmit queue counters. */
@@ -464,6 +469,7 @@ struct uvn_drv_txq_stats {
 	uint64_t indirect;       /**< packets sent through an indirect table */
 	uint64_t desc_cache_hit;
 	uint64_t desc_cache_miss;
+	uint64_t reserved[13];   /**< room for later counters: the size stays 256 bytes */
 };
 
 /** {name, offsetof} rows, NULL-terminated. */
@@ -493,6 +499,7 @@ struct uvn_drv_mem_info {
 	size_t arena_in_use;       /**< arena bytes allocated (whole instance) */
 	size_t arena_size;
 	bool huge;                 /**< the arena is on 2 MB hugepages */
+	uint64_t reserved[8];      /**< room for later fields: the size stays 128 bytes */
 };
 
 /** @return 0 and queue @p q's figures in @p out, or -EINVAL. */

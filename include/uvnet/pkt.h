@@ -70,6 +70,7 @@ struct uvn_pkt_pool_cfg {
 	size_t buf_size;   /**< data room per descriptor (0: descriptors only) */
 	void *mem;         /**< data room memory (count * buf_size bytes, e.g. from a shared arena), or NULL to map privately */
 	const char *name;  /**< for statistics */
+	uint64_t reserved[4]; /**< zero (room for later fields: the size stays 64 bytes) */
 };
 
 /** Pool counters. */

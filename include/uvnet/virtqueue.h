@@ -69,6 +69,12 @@ enum uvn_vq_err {
 	UVN_VQ_E__COUNT
 };
 
+/**
+ * Slots of uvn_vq_stats::err: fixed, so that adding an error kind does not
+ * change the struct (lib/util/version.c checks UVN_VQ_E__COUNT fits).
+ */
+#define UVN_VQ_ERR_SLOTS 32
+
 /** @return a short static description of @p err (either sign). */
 const char *uvn_vq_strerror(int err);
 
@@ -85,7 +91,8 @@ struct uvn_vq_stats {
 	uint64_t indirect;          /**< chains that went through an indirect table */
 	uint64_t notify;            /**< notifications the peer asked for (kick or call needed) */
 	uint64_t notify_suppressed; /**< notifications the peer's event suppression spared */
-	uint64_t err[UVN_VQ_E__COUNT]; /**< peer violations by kind (index 0 unused) */
+	uint64_t err[UVN_VQ_ERR_SLOTS]; /**< peer violations by kind: err[UVN_VQ_E_...]
+	                                     (index 0 and those past UVN_VQ_E__COUNT unused) */
 };
 
 /** One row of a statistics description table: a counter's name and offset. */
@@ -148,6 +155,7 @@ struct uvn_vq_drv_cfg {
 	uvn_indirect_alloc_fn indirect_alloc; /**< NULL: never use indirect tables */
 	uvn_indirect_free_fn indirect_free;
 	void *indirect_ctx;
+	uint64_t reserved[6]; /**< zero (room for later fields: the size stays 96 bytes) */
 };
 
 struct uvn_vq_drv;
@@ -282,6 +290,7 @@ struct uvn_vq_dev_cfg {
 	bool avail_wrap;     /**< packed: driver wrap counter at avail_idx */
 	uint16_t used_idx;   /**< next used index to write (split), ring position (packed) */
 	bool used_wrap;      /**< packed: wrap counter at used_idx */
+	uint64_t reserved[4]; /**< zero (room for later fields: the size stays 96 bytes) */
 };
 
 /** A popped chain; its iovecs are in the array given to uvn_vq_dev_pop(). */
