@@ -83,6 +83,21 @@ void uvn_rx_filter_set_tables(struct uvn_rx_filter *f, const uint8_t *uni, uint3
 	write_end(f);
 }
 
+void uvn_rx_filter_load(struct uvn_rx_filter *f, uint32_t flags, const uint8_t *mac,
+			const uint8_t *uni, uint32_t nuni, const uint8_t *multi, uint32_t nmulti)
+{
+	flags &= ~UVN_RXF_MAC;
+	write_begin(f);
+	if (mac) {
+		atomic_store_explicit(&f->mac, key(mac), RELAXED);
+		flags |= UVN_RXF_MAC;
+	}
+	atomic_store_explicit(&f->flags, flags, RELAXED);
+	set_table(f->uni, &f->nuni, uni, nuni);
+	set_table(f->multi, &f->nmulti, multi, nmulti);
+	write_end(f);
+}
+
 static bool in_table(const _Atomic uint64_t *t, uint32_t n, uint64_t k)
 {
 	if (n > UVN_RX_FILTER_MACS)

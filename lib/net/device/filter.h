@@ -46,6 +46,12 @@ void uvn_rx_filter_set_mac(struct uvn_rx_filter *f, const uint8_t mac[6]);
 void uvn_rx_filter_set_tables(struct uvn_rx_filter *f, const uint8_t *uni, uint32_t nuni,
 			      const uint8_t *multi, uint32_t nmulti);
 
+/* Replace the whole state at once (a filter learned from elsewhere, e.g.
+ * QEMU's query-rx-filter): UVN_RXF_* @flags (UVN_RXF_MAC comes from @mac,
+ * NULL: unknown) and both tables, as uvn_rx_filter_set_tables. */
+void uvn_rx_filter_load(struct uvn_rx_filter *f, uint32_t flags, const uint8_t *mac,
+			const uint8_t *uni, uint32_t nuni, const uint8_t *multi, uint32_t nmulti);
+
 /* May a frame to @dst be delivered? From any thread. */
 bool uvn_rx_filter_pass(const struct uvn_rx_filter *f, const uint8_t *dst);
 

@@ -116,6 +116,25 @@ static void test_overflow_passes_the_class(void **state)
 	assert_false(uvn_rx_filter_pass(&f, mother));
 }
 
+/* A whole state at once: what was there before does not linger. */
+static void test_load(void **state)
+{
+	(void)state;
+	configured();
+	uvn_rx_filter_load(&f, UVN_RXF_ALLMULTI, NULL, other, 1, NULL, 0);
+	assert_true(uvn_rx_filter_pass(&f, other));
+	assert_true(uvn_rx_filter_pass(&f, mother));
+	assert_true(uvn_rx_filter_pass(&f, listed)); /* own address unknown again */
+	uvn_rx_filter_load(&f, UVN_RXF_NOBCAST | UVN_RXF_MAC, own, listed, 1, mlisted, 1);
+	assert_true(uvn_rx_filter_pass(&f, own));
+	assert_true(uvn_rx_filter_pass(&f, listed));
+	assert_false(uvn_rx_filter_pass(&f, other));
+	assert_false(uvn_rx_filter_pass(&f, bcast));
+	assert_false(uvn_rx_filter_pass(&f, mother));
+	uvn_rx_filter_load(&f, UVN_RXF_PROMISC, NULL, NULL, 0, NULL, 0);
+	assert_true(uvn_rx_filter_pass(&f, bcast));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -123,6 +142,7 @@ int main(void)
 		cmocka_unit_test(test_tables),
 		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_overflow_passes_the_class),
+		cmocka_unit_test(test_load),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
