@@ -113,14 +113,19 @@ struct drv_ring {
 	unsigned idle;          /* bursts without progress since the last connection check */
 	struct drv_desc_cache cache;
 	/* Reconnect without an in-flight region: the avail slots are put right
-	 * by the ring's own thread (link.c, drv_gate()), in this scratch. */
+	 * by the ring's own thread (link.c, drv_gate()), in this scratch. A
+	 * packed ring is always put right so (its chains laid out again from
+	 * the device's used position, pk_base, which the next backend gets). */
 	_Atomic int fix;        /* DRV_FIX_* */
-	int fix_result;         /* slots rewritten, or -1 */
+	int fix_result;         /* slots rewritten (packed: chains), or -1 */
 	uint8_t *fix_mark;
-	uint16_t *fix_list;
+	uint16_t *fix_list;     /* split */
+	uint64_t *fix_keys;     /* packed */
+	uint16_t pk_base;       /* packed: position | wrap << 15 to start the next backend at */
 };
 
-enum { DRV_FIX_NONE, DRV_FIX_REQ, DRV_FIX_BUSY, DRV_FIX_DONE, DRV_FIX_SKIP };
+/* DRV_FIX_LINK: the reconnect thread puts the ring right (its thread was late). */
+enum { DRV_FIX_NONE, DRV_FIX_REQ, DRV_FIX_BUSY, DRV_FIX_DONE, DRV_FIX_SKIP, DRV_FIX_LINK };
 
 /* d->err while the reconnect thread waits for each ring's thread to put
  * its ring right (never returned to the application). */
@@ -317,8 +322,11 @@ int drv_start(struct uvn_drv *d, bool resume);
 /* The vhost-user protocol features the driver asks for. */
 uint64_t drv_proto_want(const struct uvn_drv *d);
 
-/* lib/ring/split_drv.c (not in the ring API: only a reconnecting driver needs it). */
+/* lib/ring/split_drv.c, packed_drv.c (not in the ring API: only a reconnecting
+ * driver needs them). */
 int uvn_split_drv_resubmit(struct uvn_vq_drv *vq, uint8_t *mark, uint16_t *list);
+int uvn_packed_drv_keep(struct uvn_vq_drv *vq);
+int uvn_packed_drv_resubmit(struct uvn_vq_drv *vq, uint8_t *mark, uint64_t *keys, uint16_t *base);
 
 /* link.c: the reconnect thread. */
 int drv_link_start(struct uvn_drv *d);

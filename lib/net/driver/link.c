@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,15 @@ static int renegotiate(struct uvn_drv *d)
 	return 0;
 }
 
+/* Put ring @r right for the next backend (its thread, or ours, see fix_rings()). */
+static void fix_ring(struct uvn_drv *d, struct drv_ring *r)
+{
+	if (d->cfg.ring == UVN_RING_PACKED)
+		r->fix_result = uvn_packed_drv_resubmit(r->vq, r->fix_mark, r->fix_keys, &r->pk_base);
+	else
+		r->fix_result = uvn_split_drv_resubmit(r->vq, r->fix_mark, r->fix_list);
+}
+
 int drv_gate(struct uvn_drv *d, struct drv_ring *r)
 {
 	int err = drv_err(d), req = DRV_FIX_REQ;
@@ -117,9 +127,13 @@ int drv_gate(struct uvn_drv *d, struct drv_ring *r)
 	if (err != DRV_PAUSE)
 		return err;
 	if (atomic_compare_exchange_strong(&r->fix, &req, DRV_FIX_BUSY)) {
-		r->fix_result = uvn_split_drv_resubmit(r->vq, r->fix_mark, r->fix_list);
+		fix_ring(d, r);
 		atomic_store_explicit(&r->fix, DRV_FIX_DONE, memory_order_release);
 	}
+	/* The reconnect thread puts a packed ring right itself when its thread
+	 * was late (fix_rings()): not a word of it is touched meanwhile. */
+	while (atomic_load_explicit(&r->fix, memory_order_acquire) == DRV_FIX_LINK)
+		sched_yield();
 	return 0;
 }
 
@@ -131,34 +145,72 @@ static struct drv_ring *ring_at(struct uvn_drv *d, unsigned i)
 	return i & 1 ? &d->txq[i / 2].r : &d->rxq[i / 2].r;
 }
 
-static void fix_done(struct uvn_drv *d, struct drv_ring *r)
+/* @return 0, or -ENOTRECOVERABLE: a packed ring that cannot be resumed */
+static int fix_done(struct uvn_drv *d, struct drv_ring *r)
 {
 	if (r->fix_result > 0)
 		d->link_st.resubmitted += (unsigned)r->fix_result;
 	else if (r->fix_result < 0) {
 		d->link_st.err_resubmit++;
+		if (d->cfg.ring == UVN_RING_PACKED) {
+			/* No index to fall back on: the next backend would start
+			 * at a position nobody knows. */
+			UVN_ERR("uvnet driver %s: ring %u: the packed ring the backend left does "
+				"not add up; it cannot be resumed", d->path, r->idx);
+			return -ENOTRECOVERABLE;
+		}
 		UVN_WARN("uvnet driver %s: ring %u: the chains the backend left do not add up; "
 			 "resuming it from the used index as it is", d->path, r->idx);
 	}
+	return 0;
+}
+
+/*
+ * A ring whose thread did not call within timeout_ms. Split: resumed as it
+ * is (from the used index). Packed: there is nothing to resume from but
+ * its chains laid out again, so we do it, the ring claimed first: a thread
+ * that calls meanwhile waits in drv_gate() (one preempted inside a burst
+ * for all of timeout_ms would not; the application is told to keep
+ * calling, see driver.h). @return true once the ring is done with
+ */
+static bool fix_late(struct uvn_drv *d, struct drv_ring *r)
+{
+	int req = DRV_FIX_REQ;
+	bool packed = d->cfg.ring == UVN_RING_PACKED;
+
+	if (!atomic_compare_exchange_strong(&r->fix, &req, packed ? DRV_FIX_LINK : DRV_FIX_SKIP))
+		return false;
+	pthread_mutex_lock(&d->ctrl_lock);
+	d->link_st.fix_skipped++;
+	pthread_mutex_unlock(&d->ctrl_lock);
+	UVN_WARN("uvnet driver %s: ring %u: its thread did not call within %u ms; %s", d->path,
+		 r->idx, d->cfg.timeout_ms, packed ? "putting it right here" : "resuming it as it is");
+	if (packed) {
+		fix_ring(d, r);
+		atomic_store_explicit(&r->fix, DRV_FIX_DONE, memory_order_release);
+	}
+	return true;
 }
 
 /*
  * Without an in-flight region both sides kept: put every ring's avail
- * slots right before the new backend starts from the used index. The data
- * rings are their threads' (drv_gate()): pause the instance and wait for
- * each to call in; the control ring is ours under ctrl_lock.
- * @return 0, or the instance's error
+ * slots right before the new backend starts from the used index (packed
+ * rings always: fix_ring()). The data rings are their threads'
+ * (drv_gate()): pause the instance and wait for each to call in; the
+ * control ring is ours under ctrl_lock.
+ * @return 0, the instance's error, or -ENOTRECOVERABLE (a packed ring)
  */
 static int fix_rings(struct uvn_drv *d, uint64_t old_proto)
 {
 	const uint64_t inflight = 1ull << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD;
+	bool packed = d->cfg.ring == UVN_RING_PACKED;
 	unsigned pending;
 	uint64_t deadline = now_us() + (uint64_t)d->cfg.timeout_ms * 1000u;
-	int expected = 0;
+	int expected = 0, ret = 0;
 
-	if ((old_proto & d->proto & inflight) && d->inflight_fd >= 0)
+	if (!packed && (old_proto & d->proto & inflight) && d->inflight_fd >= 0)
 		return 0;
-	if (d->features & (1ull << VIRTIO_F_IN_ORDER))
+	if (!packed && (d->features & (1ull << VIRTIO_F_IN_ORDER)))
 		return 0;
 	for (unsigned i = 0; i < 2 * d->pairs; i++)
 		atomic_store(&ring_at(d, i)->fix, DRV_FIX_REQ);
@@ -166,9 +218,8 @@ static int fix_rings(struct uvn_drv *d, uint64_t old_proto)
 		return expected;
 	pthread_mutex_lock(&d->ctrl_lock);
 	if (d->has_ctrl) {
-		d->ctrl.fix_result = uvn_split_drv_resubmit(d->ctrl.vq, d->ctrl.fix_mark,
-							    d->ctrl.fix_list);
-		fix_done(d, &d->ctrl);
+		fix_ring(d, &d->ctrl);
+		ret = fix_done(d, &d->ctrl);
 	}
 	pthread_mutex_unlock(&d->ctrl_lock);
 	/* Threads asleep in uvn_rx_wait()/uvn_tx_wait() wake on their call fd. */
@@ -182,37 +233,29 @@ static int fix_rings(struct uvn_drv *d, uint64_t old_proto)
 		pending = 0;
 		for (unsigned i = 0; i < 2 * d->pairs; i++) {
 			int f = atomic_load_explicit(&ring_at(d, i)->fix, memory_order_acquire);
-			int req = DRV_FIX_REQ;
 
 			if (f == DRV_FIX_DONE || f == DRV_FIX_SKIP)
 				continue;
-			if (f == DRV_FIX_REQ && now_us() > deadline &&
-			    atomic_compare_exchange_strong(&ring_at(d, i)->fix, &req, DRV_FIX_SKIP)) {
-				pthread_mutex_lock(&d->ctrl_lock);
-				d->link_st.fix_skipped++;
-				pthread_mutex_unlock(&d->ctrl_lock);
-				UVN_WARN("uvnet driver %s: ring %u: its thread did not call within %u ms; "
-					 "resuming it as it is", d->path, ring_at(d, i)->idx,
-					 d->cfg.timeout_ms);
+			if (f == DRV_FIX_REQ && now_us() > deadline && fix_late(d, ring_at(d, i)))
 				continue;
-			}
 			pending++;
 		}
 	} while (pending && drv_err(d) == DRV_PAUSE && !stopping(d, 1));
 	pthread_mutex_lock(&d->ctrl_lock);
 	for (unsigned i = 0; i < 2 * d->pairs; i++)
-		if (atomic_load(&ring_at(d, i)->fix) == DRV_FIX_DONE)
-			fix_done(d, ring_at(d, i));
+		if (atomic_load(&ring_at(d, i)->fix) == DRV_FIX_DONE && fix_done(d, ring_at(d, i)))
+			ret = -ENOTRECOVERABLE;
 	pthread_mutex_unlock(&d->ctrl_lock);
 	/* A ring still being put right when we stop finishes on its own:
 	 * uvn_drv_stop() takes the rings back only after this thread. */
 	expected = DRV_PAUSE;
 	if (!atomic_compare_exchange_strong(&d->err, &expected, 0))
 		return expected;
-	return pending ? -ECANCELED : 0;
+	return pending ? -ECANCELED : ret;
 }
 
-/* Connect and resume. @return 0 (link up), -ECANCELED (stopping), -ENOTSUP (fatal) */
+/* Connect and resume. @return 0 (link up), -ECANCELED (stopping), -ENOTSUP or
+ * -EPROTO (fatal) */
 static int restore(struct uvn_drv *d)
 {
 	struct uvn_vu_fe_cfg fc = {
@@ -239,6 +282,11 @@ static int restore(struct uvn_drv *d)
 		ret = renegotiate(d);
 		if (!ret)
 			ret = fix_rings(d, old_proto);
+		if (ret == -ENOTRECOVERABLE) {
+			/* What the dead backend left is nonsense: no backend can go on. */
+			drop_conn(d);
+			return -EPROTO;
+		}
 		if (!ret) {
 			pthread_mutex_lock(&d->ctrl_lock);
 			ret = drv_start(d, true);
@@ -285,11 +333,9 @@ static void *link_main(void *arg)
 		ret = uvn_vu_fe_check(d->fe);
 		if (!ret)
 			continue;
-		if (ret != -ENOTCONN || d->cfg.ring == UVN_RING_PACKED) {
-			/* A backend that speaks unasked is broken, not restarting;
-			 * packed rings cannot resume yet (see driver.h). */
-			drv_fail(d, ret, ret == -ENOTCONN ? "the backend went away (packed rings do "
-				 "not reconnect)" : "the backend broke the vhost-user protocol");
+		if (ret != -ENOTCONN) {
+			/* A backend that speaks unasked is broken, not restarting. */
+			drv_fail(d, ret, "the backend broke the vhost-user protocol");
 			set_link(d, false);
 			return NULL;
 		}
@@ -316,12 +362,15 @@ int drv_link_start(struct uvn_drv *d)
 
 	/* Scratch for putting each ring right (fix_rings()), made now: the
 	 * data path never allocates. */
-	for (unsigned i = 0; d->cfg.ring == UVN_RING_SPLIT && i < 2 * d->pairs + d->has_ctrl; i++) {
+	for (unsigned i = 0; i < 2 * d->pairs + d->has_ctrl; i++) {
 		struct drv_ring *r = ring_at(d, i);
 
 		r->fix_mark = calloc(r->num, 1);
-		r->fix_list = calloc(r->num, sizeof(*r->fix_list));
-		if (!r->fix_mark || !r->fix_list)
+		if (d->cfg.ring == UVN_RING_PACKED)
+			r->fix_keys = calloc(r->num, sizeof(*r->fix_keys));
+		else
+			r->fix_list = calloc(r->num, sizeof(*r->fix_list));
+		if (!r->fix_mark || (!r->fix_list && !r->fix_keys))
 			return -ENOMEM;
 	}
 

@@ -27,7 +27,9 @@
  * reconnecting it would cost the backend a write per chain for nothing. */
 uint64_t drv_proto_want(const struct uvn_drv *d)
 {
-	bool inflight = d->cfg.reconnect && !d->cfg.no_inflight;
+	/* Packed rings are put right by the driver itself (link.c): a region
+	 * a backend also resumed from would have it take chains twice. */
+	bool inflight = d->cfg.reconnect && !d->cfg.no_inflight && d->cfg.ring != UVN_RING_PACKED;
 
 	return PROTO_WANT | (inflight ? 1ull << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD : 0);
 }
@@ -177,6 +179,11 @@ int drv_ring_create(struct uvn_drv *d, struct drv_ring *r, unsigned idx, bool fd
 	ret = uvn_vq_drv_create(&vc, &r->vq);
 	if (ret)
 		return ret == -UVN_VQ_E_NOSPC ? -ENOMEM : -EINVAL;
+	/* A packed ring's chains are laid out again after a backend restart,
+	 * from copies kept from the start (nothing is in flight yet). */
+	if (d->cfg.reconnect && d->cfg.ring == UVN_RING_PACKED && uvn_packed_drv_keep(r->vq))
+		return -EINVAL;
+	r->pk_base = 1u << 15; /* position 0, wrap counter 1 */
 	if (fds) {
 		r->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		r->call_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -202,8 +209,10 @@ void drv_ring_destroy(struct uvn_drv *d, struct drv_ring *r)
 	r->kick_fd = r->call_fd = -1;
 	free(r->fix_mark);
 	free(r->fix_list);
+	free(r->fix_keys);
 	r->fix_mark = NULL;
 	r->fix_list = NULL;
+	r->fix_keys = NULL;
 }
 
 /* The used index the device published in a split ring (ours to read: no
@@ -224,7 +233,10 @@ static uint16_t split_used_idx(const struct drv_ring *r)
  * we are now (rx buffers are already posted); after a reconnect, the used
  * index, as QEMU does: the chains from there on are the new backend's to
  * take again (or, with INFLIGHT_SHMFD, it takes the ones its predecessor
- * held first and puts its avail index past them itself).
+ * held first and puts its avail index past them itself). A packed ring has
+ * no used index in memory: the position the dead backend's used elements
+ * reached, where its chains were laid out again (link.c), both halves of
+ * the base alike (nothing held).
  */
 static int ring_start(struct uvn_drv *d, struct drv_ring *r)
 {
@@ -236,7 +248,7 @@ static int ring_start(struct uvn_drv *d, struct drv_ring *r)
 	uvn_vq_layout(packed, r->num, &l);
 	ret = uvn_vu_fe_set_vring_num(d->fe, r->idx, r->num);
 	if (!ret)
-		ret = uvn_vu_fe_set_vring_base(d->fe, r->idx, packed ? 1u << 15 : split_used_idx(r));
+		ret = uvn_vu_fe_set_vring_base(d->fe, r->idx, packed ? r->pk_base : split_used_idx(r));
 	if (!ret)
 		ret = uvn_vu_fe_set_vring_addr(d->fe, r->idx, base + l.desc, base + l.driver,
 					       base + l.device);
@@ -562,6 +574,16 @@ int uvn_drv_open(const struct uvn_drv_cfg *cfg, struct uvn_drv **out)
 
 /* ------------------------------------------------------------ stop/close */
 
+/* Descriptors between the used (bits 16-31) and avail halves of a packed base. */
+static unsigned packed_held(uint32_t base, unsigned num)
+{
+	unsigned a = base & 0x7fff, u = (base >> 16) & 0x7fff;
+	bool aw = base >> 15 & 1, uw = base >> 31 & 1;
+	int n = (int)a - (int)u + (aw != uw ? (int)num : 0);
+
+	return n < 0 || (unsigned)n > num ? num : (unsigned)n;
+}
+
 static void ring_stop(struct uvn_drv *d, struct drv_ring *r)
 {
 	uint32_t base;
@@ -569,9 +591,12 @@ static void ring_stop(struct uvn_drv *d, struct drv_ring *r)
 	if (!r->vq || uvn_vu_fe_error(d->fe) || uvn_vu_fe_get_vring_base(d->fe, r->idx, &base))
 		return;
 	/* What the backend took and never gave back (split: its avail index
-	 * against the used index it published). */
+	 * against the used index it published; packed: descriptors from its
+	 * used position to its avail position, when it says both). */
 	if (d->cfg.ring == UVN_RING_SPLIT)
 		d->link_st.held_at_stop += (uint16_t)((uint16_t)base - split_used_idx(r));
+	else if (base >> 16)
+		d->link_st.held_at_stop += packed_held(base, r->num);
 }
 
 void uvn_drv_stop(struct uvn_drv *d)

@@ -4,7 +4,7 @@
  * in loopback is SIGKILLed with frames in flight and started again with the
  * same arguments, in both socket roles (uvnetd listening and the driver
  * connecting again; the driver listening and uvnetd connecting again), with
- * and without INFLIGHT_SHMFD. Traffic resumes by itself; the time from
+ * and without INFLIGHT_SHMFD, split and packed rings (packed: in order too). Traffic resumes by itself; the time from
  * uvnetd's new start to the first frame back is printed. Every tx packet
  * comes back to its pool exactly once, every rx buffer is either posted or
  * delivered (none held by the backend once traffic is quiet), and the
@@ -229,7 +229,16 @@ static void check_returned(struct uvn_drv *d)
 	assert_int_equal(mi.tx_in_flight, 0);
 }
 
+static struct uvn_drv *open_drv_ring(const struct peer *p, bool server, bool inflight,
+				     enum uvn_ring_layout ring, bool in_order);
+
 static struct uvn_drv *open_drv(const struct peer *p, bool server, bool inflight)
+{
+	return open_drv_ring(p, server, inflight, UVN_RING_SPLIT, false);
+}
+
+static struct uvn_drv *open_drv_ring(const struct peer *p, bool server, bool inflight,
+				     enum uvn_ring_layout ring, bool in_order)
 {
 	struct uvn_drv_cfg cfg;
 	struct uvn_drv *d = NULL;
@@ -237,14 +246,17 @@ static struct uvn_drv *open_drv(const struct peer *p, bool server, bool inflight
 	uvn_drv_cfg_init(&cfg);
 	cfg.path = p->sock;
 	cfg.server = server;
+	cfg.ring = ring;
 	cfg.poll = true;
 	cfg.rx_mode = UVN_RX_MERGEABLE;
 	cfg.reconnect = true;
 	cfg.no_inflight = !inflight;
 	cfg.timeout_ms = 10000; /* uvnetd as client retries once a second */
 	/* Out of order allowed: the base and the in-flight region decide alone. */
-	cfg.features_off = F(VIRTIO_F_IN_ORDER);
+	cfg.features_off = in_order ? 0 : F(VIRTIO_F_IN_ORDER);
 	assert_int_equal(uvn_drv_open(&cfg, &d), 0);
+	if (in_order)
+		assert_true(uvn_drv_features(d) & F(VIRTIO_F_IN_ORDER));
 	assert_true(uvn_drv_link_up(d));
 	assert_int_equal(!!(uvn_drv_protocol_features(d) & F(PROTO_F_INFLIGHT_SHMFD)),
 			 inflight);
@@ -259,8 +271,16 @@ static void wait_socket(const struct peer *p)
 	}
 }
 
+static void restart_ring(bool server, bool inflight, enum uvn_ring_layout ring, bool in_order);
+
 static void restart(bool server, bool inflight)
 {
+	restart_ring(server, inflight, UVN_RING_SPLIT, false);
+}
+
+static void restart_ring(bool server, bool inflight, enum uvn_ring_layout ring, bool in_order)
+{
+	const char *kind = ring == UVN_RING_PACKED ? (in_order ? "packed in order" : "packed") : "split";
 	struct peer *p = &the_peer;
 	struct traffic t = { .sending = true };
 	struct uvn_drv_link_stats ls;
@@ -277,7 +297,7 @@ static void restart(bool server, bool inflight)
 	} else {
 		peer_run(p); /* it connects to us once we listen */
 	}
-	t.d = open_drv(p, server, inflight);
+	t.d = open_drv_ring(p, server, inflight, ring, in_order);
 	for (unsigned round = 0; round < rounds; round++) {
 		pump_until(&t, t.received + 3000, 20000000);
 		/* SIGKILL with frames in flight. */
@@ -305,8 +325,8 @@ static void restart(bool server, bool inflight)
 			assert_true(now_us() < end);
 		}
 		uvn_drv_link_stats(t.d, &ls);
-		printf("# restart %u, driver as %s, inflight %s: first frame %.1f ms after uvnetd's "
-		       "start (driver: down %.1f ms); %u frames were out\n", round,
+		printf("# restart %u, %s, driver as %s, inflight %s: first frame %.1f ms after "
+		       "uvnetd's start (driver: down %.1f ms); %u frames were out\n", round, kind,
 		       server ? "server" : "client", inflight ? "on" : "off",
 		       (double)(t_first - t_start) / 1000.0, (double)ls.last_down_us / 1000.0,
 		       (unsigned)(sent_at_kill - before));
@@ -315,9 +335,10 @@ static void restart(bool server, bool inflight)
 	}
 	quiesce(&t);
 	uvn_drv_link_stats(t.d, &ls);
-	printf("# driver as %s, inflight %s: %u restarts, %llu avail slots rewritten\n",
+	printf("# %s, driver as %s, inflight %s: %u restarts, %llu %s\n", kind,
 	       server ? "server" : "client", inflight ? "on" : "off", rounds,
-	       (unsigned long long)ls.resubmitted);
+	       (unsigned long long)ls.resubmitted,
+	       ring == UVN_RING_PACKED ? "chains laid out again" : "avail slots rewritten");
 	assert_int_equal(ls.err_resubmit, 0);
 	assert_int_equal(ls.fix_skipped, 0);
 	if (inflight)
@@ -376,6 +397,25 @@ static void test_server_no_inflight(void **state)
 	restart(true, false);
 }
 
+/* Packed rings: no in-flight region (the driver puts the ring right). */
+static void test_packed_client(void **state)
+{
+	(void)state;
+	restart_ring(false, false, UVN_RING_PACKED, false);
+}
+
+static void test_packed_server(void **state)
+{
+	(void)state;
+	restart_ring(true, false, UVN_RING_PACKED, false);
+}
+
+static void test_packed_in_order_client(void **state)
+{
+	(void)state;
+	restart_ring(false, false, UVN_RING_PACKED, true);
+}
+
 /* uvnetd comes back with one queue pair instead of two: no control queue. */
 static void test_features_changed(void **state)
 {
@@ -419,6 +459,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_client_no_inflight, kill_leftovers),
 		cmocka_unit_test_teardown(test_server_inflight, kill_leftovers),
 		cmocka_unit_test_teardown(test_server_no_inflight, kill_leftovers),
+		cmocka_unit_test_teardown(test_packed_client, kill_leftovers),
+		cmocka_unit_test_teardown(test_packed_server, kill_leftovers),
+		cmocka_unit_test_teardown(test_packed_in_order_client, kill_leftovers),
 		cmocka_unit_test_teardown(test_features_changed, kill_leftovers),
 	};
 
