@@ -71,7 +71,7 @@ while (($#)); do
 	--down) DOWN=$2; shift 2 ;;
 	--raw) RAW=$2; shift 2 ;;
 	--guest-arp) GARP=$2; shift 2 ;;
-	-h | --help) sed -n '2,54p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,51p' "$0"; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
