@@ -362,6 +362,29 @@ void expect_drv_broken(struct tq *q, int code)
 	expect_counted_once(st, code);
 }
 
+void check_iov(struct tq *q, const struct iovec *iov, uint64_t gpa, size_t len)
+{
+	assert_ptr_equal(iov->iov_base, tm_ptr(&q->m, gpa));
+	assert_int_equal(iov->iov_len, len);
+}
+
+void check_chain(const struct uvn_vq_chain *ch, uint16_t id, unsigned nout, unsigned nin,
+		 uint32_t out_len, uint32_t in_len)
+{
+	assert_int_equal(ch->id, id);
+	assert_int_equal(ch->nout, nout);
+	assert_int_equal(ch->nin, nin);
+	assert_int_equal(ch->out_len, out_len);
+	assert_int_equal(ch->in_len, in_len);
+}
+
+void check_pchain(const struct uvn_vq_chain *ch, uint16_t id, unsigned ndesc, unsigned nout,
+		  unsigned nin, uint32_t out_len, uint32_t in_len)
+{
+	assert_int_equal(ch->ndesc, ndesc);
+	check_chain(ch, id, nout, nin, out_len, in_len);
+}
+
 uint64_t tbuf(struct tq *q, size_t len)
 {
 	uint64_t gpa = tm_alloc(&q->m, len, 8);

@@ -142,6 +142,15 @@ void expect_drv_broken(struct tq *q, int code);
 /* Pop expecting error @code, then expect_dev_broken(). */
 void expect_pop_fails(struct tq *q, int code, unsigned iov_max);
 
+/* A popped chain's iovec: host address of @gpa, @len bytes. */
+void check_iov(struct tq *q, const struct iovec *iov, uint64_t gpa, size_t len);
+/* A popped chain's id, segment counts and byte counts. */
+void check_chain(const struct uvn_vq_chain *ch, uint16_t id, unsigned nout, unsigned nin,
+		 uint32_t out_len, uint32_t in_len);
+/* check_chain() and the descriptors it took (packed: the ring slots to skip). */
+void check_pchain(const struct uvn_vq_chain *ch, uint16_t id, unsigned ndesc, unsigned nout,
+		  unsigned nin, uint32_t out_len, uint32_t in_len);
+
 /* A buffer in guest memory filled with a pattern. */
 uint64_t tbuf(struct tq *q, size_t len);
 

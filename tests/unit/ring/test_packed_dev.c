@@ -17,23 +17,6 @@
 #define INDIRECT VRING_DESC_F_INDIRECT
 #define WRAP15 (1u << 15)
 
-static void check_iov(struct tq *q, const struct iovec *iov, uint64_t gpa, size_t len)
-{
-	assert_ptr_equal(iov->iov_base, tm_ptr(&q->m, gpa));
-	assert_int_equal(iov->iov_len, len);
-}
-
-static void check_chain(const struct uvn_vq_chain *ch, uint16_t id, unsigned ndesc, unsigned nout,
-			unsigned nin, uint32_t out_len, uint32_t in_len)
-{
-	assert_int_equal(ch->id, id);
-	assert_int_equal(ch->ndesc, ndesc);
-	assert_int_equal(ch->nout, nout);
-	assert_int_equal(ch->nin, nin);
-	assert_int_equal(ch->out_len, out_len);
-	assert_int_equal(ch->in_len, in_len);
-}
-
 /* A used element as the spec describes it: AVAIL and USED both equal to
  * the device's wrap counter, WRITE iff something was written. */
 static void check_used(struct tq *q, unsigned pos, uint16_t id, uint32_t len, bool wrap)
@@ -85,7 +68,7 @@ static void direct_chain(void **state)
 	pk_chain(&q, &d, ds, 3, 7);
 	assert_int_equal(uvn_vq_dev_avail(q.dev), 1);
 	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 8), 1);
-	check_chain(&ch, 7, 3, 2, 1, 120, 300);
+	check_pchain(&ch, 7, 3, 2, 1, 120, 300);
 	check_iov(&q, &iov[0], a, 100);
 	check_iov(&q, &iov[1], b, 20);
 	check_iov(&q, &iov[2], c, 300);
@@ -121,7 +104,7 @@ static void indirect_chain(void **state)
 
 	pk_chain(&q, &d, ds, 1, 2);
 	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 8), 1);
-	check_chain(&ch, 2, 1, 1, 2, 10, 50);
+	check_pchain(&ch, 2, 1, 1, 2, 10, 50);
 	check_iov(&q, &iov[0], a, 10);
 	check_iov(&q, &iov[1], b, 20);
 	check_iov(&q, &iov[2], c, 30);
@@ -164,7 +147,7 @@ static void buffer_over_two_pieces(void **state)
 	tm_map(&q.m, a + 70, 4096, tm_ptr(&q.m, other));
 	pk_chain(&q, &d, ds, 1, 0);
 	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 4), 1);
-	check_chain(&ch, 0, 1, 2, 0, 100, 0);
+	check_pchain(&ch, 0, 1, 2, 0, 100, 0);
 	check_iov(&q, &iov[0], a, 70);
 	check_iov(&q, &iov[1], other, 30);
 	tq_teardown(&q);
@@ -390,7 +373,7 @@ static void unpop_over_wrap(void **state)
 	uvn_vq_dev_unpop(q.dev, &ch);
 	assert_int_equal(uvn_vq_dev_avail_state(q.dev), 3 | WRAP15);
 	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch2, iov, 4), 1);
-	check_chain(&ch2, 1, 2, 1, 1, 8, 4);
+	check_pchain(&ch2, 1, 2, 1, 1, 8, 4);
 	tq_teardown(&q);
 }
 
@@ -486,7 +469,7 @@ static void rewritten_direct(void **state)
 	q.m.hook_ctx = &t;
 	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 4), 1);
 	assert_int_equal(t.hits, 3);
-	check_chain(&ch, 2, 3, 1, 2, 10, 50);
+	check_pchain(&ch, 2, 3, 1, 2, 10, 50);
 	check_iov(&q, &iov[0], a, 10);
 	check_iov(&q, &iov[1], b, 20);
 	check_iov(&q, &iov[2], c, 30);
@@ -518,7 +501,7 @@ static void rewritten_indirect(void **state)
 	q.m.hook = toctou_hook;
 	q.m.hook_ctx = &t;
 	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 4), 1);
-	check_chain(&ch, 1, 1, 1, 2, 10, 50);
+	check_pchain(&ch, 1, 1, 1, 2, 10, 50);
 	check_iov(&q, &iov[0], a, 10);
 	check_iov(&q, &iov[1], b, 20);
 	check_iov(&q, &iov[2], c, 30);

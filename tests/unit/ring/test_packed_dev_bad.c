@@ -15,23 +15,6 @@
 #define INDIRECT VRING_DESC_F_INDIRECT
 #define WRAP15 (1u << 15)
 
-static void check_iov(struct tq *q, const struct iovec *iov, uint64_t gpa, size_t len)
-{
-	assert_ptr_equal(iov->iov_base, tm_ptr(&q->m, gpa));
-	assert_int_equal(iov->iov_len, len);
-}
-
-static void check_chain(const struct uvn_vq_chain *ch, uint16_t id, unsigned ndesc, unsigned nout,
-			unsigned nin, uint32_t out_len, uint32_t in_len)
-{
-	assert_int_equal(ch->id, id);
-	assert_int_equal(ch->ndesc, ndesc);
-	assert_int_equal(ch->nout, nout);
-	assert_int_equal(ch->nin, nin);
-	assert_int_equal(ch->out_len, out_len);
-	assert_int_equal(ch->in_len, in_len);
-}
-
 static void put_table(struct tq *q, uint64_t t, unsigned i, uint64_t addr, uint32_t len,
 		      uint16_t flags)
 {
@@ -98,7 +81,7 @@ static void chain_of_queue_size(void **state)
 		ds[i] = (struct tdesc){ a, 8, i >= 3 ? WRITE : 0 };
 	pk_chain(&q, &d, ds, 5, 4);
 	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 8), 1);
-	check_chain(&ch, 4, 5, 3, 2, 24, 16);
+	check_pchain(&ch, 4, 5, 3, 2, 24, 16);
 	assert_int_equal(uvn_vq_dev_avail_state(q.dev), 0);
 	tq_teardown(&q);
 }
@@ -196,7 +179,7 @@ static void indirect_over_two_pieces(void **state)
 	tm_map(&q.m, t + 20, 4096, tm_ptr(&q.m, other));
 	one_desc(&q, t, 48, INDIRECT, 3);
 	assert_int_equal(uvn_vq_dev_pop(q.dev, &ch, iov, 8), 1);
-	check_chain(&ch, 3, 1, 1, 2, 10, 50);
+	check_pchain(&ch, 3, 1, 1, 2, 10, 50);
 	check_iov(&q, &iov[0], a, 10);
 	check_iov(&q, &iov[1], b, 20);
 	check_iov(&q, &iov[2], c, 30);

@@ -13,22 +13,6 @@
 #define WRITE VRING_DESC_F_WRITE
 #define INDIRECT VRING_DESC_F_INDIRECT
 
-static void check_iov(struct tq *q, const struct iovec *iov, uint64_t gpa, size_t len)
-{
-	assert_ptr_equal(iov->iov_base, tm_ptr(&q->m, gpa));
-	assert_int_equal(iov->iov_len, len);
-}
-
-static void check_chain(const struct uvn_vq_chain *ch, uint16_t id, unsigned nout, unsigned nin,
-			uint32_t out_len, uint32_t in_len)
-{
-	assert_int_equal(ch->id, id);
-	assert_int_equal(ch->nout, nout);
-	assert_int_equal(ch->nin, nin);
-	assert_int_equal(ch->out_len, out_len);
-	assert_int_equal(ch->in_len, in_len);
-}
-
 /* ------------------------------------------------------- malformed rings */
 
 static void bad_head(void **state)
