@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "net/device/netdev.h"
@@ -42,7 +44,10 @@ struct tbe {
 	_Atomic uint64_t features;
 	struct slot rx[MAXQ], tx[MAXQ], ctrl;
 	struct uvn_pkt_pool *small, *big;
+	int wake;                  /* eventfd: a request, unstall or stop for the thread */
 	pthread_mutex_t mu;        /* guards rec, pending, counters read by the test */
+	pthread_cond_t cv;         /* events moved or a request was served */
+	uint64_t events;           /* see tbe_events() */
 	struct rec rec[MAX_REC];
 	unsigned nrec;
 	struct { unsigned q; struct uvn_pkt *p; } pend[MAX_PEND];
@@ -173,11 +178,20 @@ static void deliver(struct tbe *b)
 	b->npend = keep;
 }
 
+/* Called with b->mu held: wake whoever waits in tbe_wait() or request(). */
+static void event(struct tbe *b)
+{
+	b->events++;
+	pthread_cond_broadcast(&b->cv);
+}
+
 static void process(struct tbe *b)
 {
 	struct uvn_pkt *pkts[32];
+	uint64_t before;
 
 	pthread_mutex_lock(&b->mu);
+	before = b->txf + b->rxf + b->drops + b->ctrl_cmds;
 	for (unsigned q = 0; q < b->cfg.pairs; q++) {
 		struct slot *s = &b->tx[q];
 		unsigned n;
@@ -198,6 +212,8 @@ static void process(struct tbe *b)
 	if (b->ctrl.nq && !b->ctrl.nq->broken)
 		b->ctrl_cmds += uvn_netdev_ctrl(b->ctrl.nq, set_pairs, b);
 	deliver(b);
+	if (b->txf + b->rxf + b->drops + b->ctrl_cmds != before)
+		event(b);
 	pthread_mutex_unlock(&b->mu);
 }
 
@@ -222,15 +238,36 @@ static void drop_conn(struct tbe *b)
 	atomic_store(&b->connected, false);
 }
 
+/* A request flag set by the test (see request()): clear it, then say so. */
+static bool take(struct tbe *b, atomic_bool *flag)
+{
+	if (!atomic_exchange(flag, false))
+		return false;
+	pthread_mutex_lock(&b->mu);
+	event(b);
+	pthread_mutex_unlock(&b->mu);
+	return true;
+}
+
 static void *thread_main(void *arg)
 {
 	struct tbe *b = arg;
 
 	while (!atomic_load(&b->stop)) {
-		struct pollfd p = { .fd = b->be ? uvn_vu_backend_fd(b->be) : b->lfd, .events = POLLIN };
+		struct pollfd p[2] = {
+			{ .fd = b->be ? uvn_vu_backend_fd(b->be) : b->lfd, .events = POLLIN },
+			{ .fd = b->wake, .events = POLLIN },
+		};
 		bool busy = b->be && !atomic_load(&b->stall);
+		uint64_t n;
 
-		if (poll(&p, 1, busy ? 0 : 2) > 0) {
+		/* Busy: poll the rings like a PMD; idle: sleep until a message,
+		 * a connection or a request from the test. */
+		if (poll(p, 2, busy ? 0 : -1) <= 0)
+			p[0].revents = p[1].revents = 0;
+		if (p[1].revents && read(b->wake, &n, sizeof(n)) < 0)
+			break;
+		if (p[0].revents) {
 			if (!b->be) {
 				int fd = uvn_vu_accept(b->lfd);
 				struct uvn_vu_backend_cfg bc = {
@@ -247,6 +284,9 @@ static void *thread_main(void *arg)
 					bc.features |= 1ull << VIRTIO_NET_F_MQ;
 				if (fd >= 0 && uvn_vu_backend_create(fd, &bc, &b->be) == 0) {
 					atomic_store(&b->connected, true);
+					pthread_mutex_lock(&b->mu);
+					event(b);
+					pthread_mutex_unlock(&b->mu);
 				} else if (fd >= 0) {
 					close(fd);
 				}
@@ -254,15 +294,23 @@ static void *thread_main(void *arg)
 				drop_conn(b);
 			}
 		}
-		if (atomic_exchange(&b->kill, false))
+		/* Each request is done before take() tells the test so. */
+		if (atomic_load(&b->kill)) {
 			drop_conn(b);
-		if (b->be && atomic_exchange(&b->corrupt, false))
-			corrupt(b);
-		if (b->be && atomic_exchange(&b->babble, false)) {
+			take(b, &b->kill);
+		}
+		if (atomic_load(&b->corrupt)) {
+			if (b->be)
+				corrupt(b);
+			take(b, &b->corrupt);
+		}
+		if (atomic_load(&b->babble)) {
 			struct uvn_vu_msg m;
 
 			uvn_vu_msg_init(&m, VHOST_USER_GET_FEATURES, VHOST_USER_VERSION, 0);
-			uvn_vu_msg_send(uvn_vu_backend_fd(b->be), &m);
+			if (b->be)
+				uvn_vu_msg_send(uvn_vu_backend_fd(b->be), &m);
+			take(b, &b->babble);
 		}
 		if (busy)
 			process(b);
@@ -291,7 +339,18 @@ struct tbe *tbe_start(const struct tbe_cfg *cfg, const char **path)
 		goto fail;
 	if (uvn_pkt_pool_create(&sc, &b->small) || uvn_pkt_pool_create(&bc, &b->big))
 		goto fail;
+	b->wake = eventfd(0, EFD_CLOEXEC);
+	if (b->wake < 0)
+		goto fail;
 	pthread_mutex_init(&b->mu, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&b->cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	atomic_store(&b->stall, cfg->stall);
 	if (pthread_create(&b->th, NULL, thread_main, b))
 		goto fail;
@@ -302,9 +361,18 @@ fail:
 	return NULL;
 }
 
+static void wake(struct tbe *b)
+{
+	uint64_t one = 1;
+
+	if (write(b->wake, &one, sizeof(one)) != sizeof(one))
+		abort();
+}
+
 void tbe_stop(struct tbe *b)
 {
 	atomic_store(&b->stop, true);
+	wake(b);
 	pthread_join(b->th, NULL);
 	for (unsigned i = 0; i < b->npend; i++)
 		uvn_pkt_free(b->pend[i].p);
@@ -320,6 +388,8 @@ void tbe_stop(struct tbe *b)
 	close(b->lfd);
 	unlink(b->path);
 	rmdir(b->dir);
+	close(b->wake);
+	pthread_cond_destroy(&b->cv);
 	pthread_mutex_destroy(&b->mu);
 	free(b);
 }
@@ -403,27 +473,65 @@ unsigned tbe_pending(struct tbe *b)
 void tbe_unstall(struct tbe *b)
 {
 	atomic_store(&b->stall, false);
+	wake(b);
+}
+
+/* Ask the thread to do something and wait until it has. */
+static void request(struct tbe *b, atomic_bool *flag)
+{
+	atomic_store(flag, true);
+	wake(b);
+	pthread_mutex_lock(&b->mu);
+	while (atomic_load(flag))
+		pthread_cond_wait(&b->cv, &b->mu);
+	pthread_mutex_unlock(&b->mu);
 }
 
 void tbe_kill(struct tbe *b)
 {
-	atomic_store(&b->kill, true);
-	while (atomic_load(&b->kill))
-		usleep(1000);
+	request(b, &b->kill);
 }
 
 void tbe_corrupt(struct tbe *b)
 {
-	atomic_store(&b->corrupt, true);
-	while (atomic_load(&b->corrupt))
-		usleep(1000);
+	request(b, &b->corrupt);
 }
 
 void tbe_babble(struct tbe *b)
 {
-	atomic_store(&b->babble, true);
-	while (atomic_load(&b->babble))
-		usleep(1000);
+	request(b, &b->babble);
+}
+
+uint64_t tbe_events(struct tbe *b)
+{
+	return locked_u64(b, &b->events);
+}
+
+bool tbe_wait(struct tbe *b, uint64_t seen)
+{
+	struct timespec end;
+	bool moved;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += 20;
+	pthread_mutex_lock(&b->mu);
+	while (b->events == seen && pthread_cond_timedwait(&b->cv, &b->mu, &end) == 0)
+		;
+	moved = b->events != seen;
+	pthread_mutex_unlock(&b->mu);
+	return moved;
+}
+
+bool tbe_wait_tx_frames(struct tbe *b, uint64_t n)
+{
+	for (;;) {
+		uint64_t seen = tbe_events(b);
+
+		if (tbe_tx_frames(b) >= n)
+			return true;
+		if (!tbe_wait(b, seen))
+			return false;
+	}
 }
 
 unsigned tbe_ctrl_cmds(struct tbe *b)

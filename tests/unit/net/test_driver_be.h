@@ -67,6 +67,22 @@ void tbe_babble(struct tbe *b);
 unsigned tbe_ctrl_cmds(struct tbe *b);
 unsigned tbe_pairs_set(struct tbe *b);
 
+/*
+ * What the backend did so far: a count that grows with every pass that took
+ * or delivered frames or answered control commands, every connection and
+ * every request served. To wait for the backend: read it, look at what you
+ * wait for, and if it is not there, tbe_wait() for the count to move.
+ */
+uint64_t tbe_events(struct tbe *b);
+
+/* Wait until tbe_events() is past @seen. @return false if nothing happened
+ * for 20 s: a guard against a hung test, never a timing. */
+bool tbe_wait(struct tbe *b, uint64_t seen);
+
+/* Wait until the device took @n frames from the driver's tx rings. @return
+ * false as tbe_wait() */
+bool tbe_wait_tx_frames(struct tbe *b, uint64_t n);
+
 /* Is a driver connected (the session exists)? */
 bool tbe_connected(struct tbe *b);
 
