@@ -21,8 +21,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -396,10 +398,40 @@ static void test_backend_dies(void **state)
 	tbe_stop(l.be);
 }
 
+struct killer {
+	struct tbe *be;
+	pid_t waiter; /* the thread in uvn_rx_wait() */
+};
+
+/* Is thread @tid inside poll() or ppoll() (/proc/<tid>/syscall names the
+ * system call a blocked thread is in; "running" when it is not in one)? */
+static bool in_poll(pid_t tid)
+{
+	char path[64], buf[128];
+	long nr = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	if (fgets(buf, sizeof(buf), f))
+		nr = strtol(buf, NULL, 10);
+	fclose(f);
+#ifdef SYS_poll
+	if (nr == SYS_poll)
+		return true;
+#endif
+	return nr == SYS_ppoll;
+}
+
+/* The kill comes once the waiter sleeps in the kernel: no time guessed. */
 static void *killer(void *arg)
 {
-	usleep(100000);
-	tbe_kill(arg);
+	struct killer *k = arg;
+
+	while (!in_poll(k->waiter))
+		sched_yield();
+	tbe_kill(k->be);
 	return NULL;
 }
 
@@ -407,13 +439,16 @@ static void *killer(void *arg)
 static void test_backend_dies_while_waiting(void **state)
 {
 	struct tbe_cfg bc = { .mode = TBE_LOOP };
+	struct killer k;
 	pthread_t th;
 	struct live l;
 
 	(void)state;
 	live_open(&l, &bc, false);
 	traffic(&l, 10);
-	assert_int_equal(pthread_create(&th, NULL, killer, l.be), 0);
+	k.be = l.be;
+	k.waiter = (pid_t)syscall(SYS_gettid);
+	assert_int_equal(pthread_create(&th, NULL, killer, &k), 0);
 	assert_int_equal(uvn_rx_wait(l.d, 0, -1), -ENOTCONN);
 	pthread_join(th, NULL);
 	uvn_drv_stop(l.d);
