@@ -18,16 +18,15 @@
 
 #include "gso_frames.h"
 #include "net/device/netdev.h"
-#include "ringpair.h"
+#include "ring_test.h"
 
-#define F(b) (1ull << (b))
 #define BASE (F(VIRTIO_F_VERSION_1))
 #define MRG (F(VIRTIO_NET_F_MRG_RXBUF))
 #define GCSUM (F(VIRTIO_NET_F_GUEST_CSUM))
 #define TSO4 (F(VIRTIO_NET_F_GUEST_TSO4))
 
 struct fixture {
-	struct ringpair rp;
+	struct tq ring;
 	struct uvn_netdev_q q;
 	struct uvn_pkt_pool *small, *big;
 	int notified;
@@ -38,24 +37,19 @@ static void on_notify(void *ctx)
 	((struct fixture *)ctx)->notified++;
 }
 
-static struct fixture *setup_xlate(uint64_t features, bool tx, uvn_xlate_fn xlate)
+static struct fixture *setup(uint64_t features, bool tx)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	struct uvn_pkt_pool_cfg sc = { .count = 8, .buf_size = 2048 };
 	struct uvn_pkt_pool_cfg bc = { .count = 8, .buf_size = 65536 + 64 };
 
-	assert_int_equal(ringpair_init_xlate(&fx->rp, 64, features, xlate), 0);
-	uvn_netdev_q_init(&fx->q, fx->rp.dev, features, tx);
+	tq_pair(&fx->ring, 64, features);
+	uvn_netdev_q_init(&fx->q, fx->ring.dev, features, tx);
 	fx->q.notify = on_notify;
 	fx->q.notify_ctx = fx;
 	assert_int_equal(uvn_pkt_pool_create(&sc, &fx->small), 0);
 	assert_int_equal(uvn_pkt_pool_create(&bc, &fx->big), 0);
 	return fx;
-}
-
-static struct fixture *setup(uint64_t features, bool tx)
-{
-	return setup_xlate(features, tx, rp_xlate);
 }
 
 static void teardown_fx(struct fixture *fx)
@@ -64,7 +58,7 @@ static void teardown_fx(struct fixture *fx)
 	assert_int_equal(uvn_pkt_pool_avail(fx->big), 8);
 	uvn_pkt_pool_destroy(fx->small);
 	uvn_pkt_pool_destroy(fx->big);
-	ringpair_fini(&fx->rp);
+	tq_teardown(&fx->ring);
 	free(fx);
 }
 
@@ -76,17 +70,17 @@ static void guest_post(struct fixture *fx, unsigned n, uint32_t size)
 
 	for (unsigned i = 0; i < n; i++) {
 		unsigned slot = next++ % 48;
-		struct uvn_sg sg = rp_sg(rxmem[slot], size);
+		struct uvn_sg sg = tq_sg(rxmem[slot], size);
 
 		memset(rxmem[slot], 0xee, size);
-		assert_int_equal(uvn_vq_drv_add(fx->rp.drv, &sg, 0, 1, rxmem[slot], 0), 0);
+		assert_int_equal(uvn_vq_drv_add(fx->ring.drv, &sg, 0, 1, rxmem[slot], 0), 0);
 	}
-	uvn_vq_drv_kick_prepare(fx->rp.drv);
+	uvn_vq_drv_kick_prepare(fx->ring.drv);
 }
 
 static unsigned guest_reclaim(struct fixture *fx, struct uvn_vq_done *done, unsigned max)
 {
-	int n = uvn_vq_drv_get_used(fx->rp.drv, done, max);
+	int n = uvn_vq_drv_get_used(fx->ring.drv, done, max);
 
 	assert_true(n >= 0);
 	return (unsigned)n;
@@ -165,19 +159,21 @@ static void test_passthrough_mergeable(void **state)
  * parse and the copy into the guest.
  */
 static uint8_t *toctou_at;
-static void *xlate_rewriting(void *ctx, uint64_t addr, uint64_t *len)
+static void rewrite_on_xlate(void *ctx, uint64_t addr, uint64_t len)
 {
+	(void)ctx;
+	(void)addr;
+	(void)len;
 	if (toctou_at) {
 		toctou_at[0] ^= 0xff; /* the TCP destination port */
 		toctou_at[-8] = 0x11; /* the IPv4 protocol: UDP */
 		toctou_at = NULL;
 	}
-	return rp_xlate(ctx, addr, len);
 }
 
 static void test_passthrough_uses_validated_headers(void **state)
 {
-	struct fixture *fx = setup_xlate(BASE | MRG | GCSUM | TSO4, false, xlate_rewriting);
+	struct fixture *fx = setup(BASE | MRG | GCSUM | TSO4, false);
 	struct tf_opts o = { .mss = 1448 };
 	struct tf_layout l;
 	struct uvn_pkt *p = gso_pkt(fx, 4000, &o, &l);
@@ -186,6 +182,7 @@ static void test_passthrough_uses_validated_headers(void **state)
 	struct uvn_vq_done done[8];
 
 	(void)state;
+	fx->ring.m.hook = rewrite_on_xlate;
 	memcpy(sent, p->buf, l.len);
 	guest_post(fx, 8, 1526);
 	toctou_at = (uint8_t *)p->buf + l.l4 + 2;
@@ -461,7 +458,7 @@ static void test_guest_tso_to_guest_without(void **state)
 	static uint8_t buf[8192], frame[8192];
 	struct virtio_net_hdr_v1 h;
 	struct tf_layout l = tf_build(frame, 5000, &o, &h);
-	struct uvn_sg sg[2] = { rp_sg(buf, 12), rp_sg(buf + 12, l.len) };
+	struct uvn_sg sg[2] = { tq_sg(buf, 12), tq_sg(buf + 12, l.len) };
 	struct uvn_pkt *p;
 	struct uvn_vq_done done;
 
@@ -469,8 +466,8 @@ static void test_guest_tso_to_guest_without(void **state)
 	h.hdr_len = htole16(9999); /* never trusted */
 	memcpy(buf, &h, 12);
 	memcpy(buf + 12, frame, l.len);
-	assert_int_equal(uvn_vq_drv_add(tx->rp.drv, sg, 2, 0, buf, 0), 0);
-	uvn_vq_drv_kick_prepare(tx->rp.drv);
+	assert_int_equal(uvn_vq_drv_add(tx->ring.drv, sg, 2, 0, buf, 0), 0);
+	uvn_vq_drv_kick_prepare(tx->ring.drv);
 	assert_int_equal(uvn_netdev_tx(&tx->q, tx->small, tx->big, &p, 1), 1);
 	assert_int_equal(guest_reclaim(tx, &done, 1), 1);
 	memset(buf, 0, sizeof(buf)); /* the guest reuses its buffer: the packet is ours */

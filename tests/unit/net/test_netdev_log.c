@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <endian.h>
 
@@ -21,9 +22,8 @@
 #include <linux/virtio_ring.h>
 
 #include "net/device/netdev.h"
-#include "ringpair.h"
+#include "ring_test.h"
 
-#define F(b) (1ull << (b))
 #define BASE (F(VIRTIO_F_VERSION_1))
 #define FILL 0xee
 #define MAX_LOGS 64
@@ -68,7 +68,7 @@ static void assert_logged_after_write(const uint8_t *buf, size_t size)
 }
 
 struct fixture {
-	struct ringpair rp;
+	struct tq ring;
 	struct uvn_netdev_q q;
 	struct uvn_pkt_pool *pool;
 };
@@ -78,8 +78,8 @@ static struct fixture *setup(uint64_t features, bool tx)
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	struct uvn_pkt_pool_cfg pc = { .count = 4, .buf_size = 4096 };
 
-	assert_int_equal(ringpair_init(&fx->rp, 16, features), 0);
-	uvn_netdev_q_init(&fx->q, fx->rp.dev, features, tx);
+	tq_pair(&fx->ring, 16, features);
+	uvn_netdev_q_init(&fx->q, fx->ring.dev, features, tx);
 	fx->q.log_write = log_write;
 	fx->q.log_used = log_used;
 	assert_int_equal(uvn_pkt_pool_create(&pc, &fx->pool), 0);
@@ -90,7 +90,7 @@ static struct fixture *setup(uint64_t features, bool tx)
 static void teardown_fx(struct fixture *fx)
 {
 	uvn_pkt_pool_destroy(fx->pool);
-	ringpair_fini(&fx->rp);
+	tq_teardown(&fx->ring);
 	free(fx);
 }
 
@@ -99,12 +99,12 @@ static uint8_t rxmem[4][1024];
 static void post_rx(struct fixture *fx, unsigned n, uint32_t size)
 {
 	for (unsigned i = 0; i < n; i++) {
-		struct uvn_sg sg = rp_sg(rxmem[i], size);
+		struct uvn_sg sg = tq_sg(rxmem[i], size);
 
 		memset(rxmem[i], FILL, sizeof(rxmem[i]));
-		assert_int_equal(uvn_vq_drv_add(fx->rp.drv, &sg, 0, 1, rxmem[i], 0), 0);
+		assert_int_equal(uvn_vq_drv_add(fx->ring.drv, &sg, 0, 1, rxmem[i], 0), 0);
 	}
-	uvn_vq_drv_kick_prepare(fx->rp.drv);
+	uvn_vq_drv_kick_prepare(fx->ring.drv);
 }
 
 static void rx_one(struct fixture *fx, uint32_t len)
@@ -151,11 +151,11 @@ static uint8_t ctrl_buf[8], ctrl_ack;
 
 static void ctrl_chain(struct fixture *fx, uint32_t out_len)
 {
-	struct uvn_sg sg[2] = { rp_sg(ctrl_buf, out_len), rp_sg(&ctrl_ack, 1) };
+	struct uvn_sg sg[2] = { tq_sg(ctrl_buf, out_len), tq_sg(&ctrl_ack, 1) };
 
 	ctrl_ack = FILL;
-	assert_int_equal(uvn_vq_drv_add(fx->rp.drv, sg, 1, 1, ctrl_buf, 0), 0);
-	uvn_vq_drv_kick_prepare(fx->rp.drv);
+	assert_int_equal(uvn_vq_drv_add(fx->ring.drv, sg, 1, 1, ctrl_buf, 0), 0);
+	uvn_vq_drv_kick_prepare(fx->ring.drv);
 }
 
 static int set_pairs(void *ctx, unsigned pairs)

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -20,17 +21,15 @@
 #include <linux/virtio_ring.h>
 
 #include "net/device/netdev.h"
-#include "ringpair.h"
+#include "ring_test.h"
 
-#define F(b) (1ull << (b))
 #define BASE (F(VIRTIO_F_VERSION_1))
 #define NUM 16
 
 struct fx {
-	struct ringpair rp;
+	struct tq ring;
 	struct uvn_netdev_q q;
 	struct uvn_pkt_pool *small, *big, *ext;
-	size_t ring_size;
 	uint8_t *copy;      /* the ring when log_used was last called */
 	unsigned used_logs;
 	uint8_t buf[4][2048];
@@ -47,7 +46,7 @@ static void log_used(void *ctx)
 {
 	struct fx *f = ctx;
 
-	memcpy(f->copy, f->rp.mem, f->ring_size);
+	memcpy(f->copy, f->ring.ring, f->ring.lay.size);
 	f->used_logs++;
 }
 
@@ -57,13 +56,10 @@ static struct fx *setup(uint64_t features, bool tx, enum uvn_zc_mode zc)
 	struct uvn_pkt_pool_cfg sc = { .count = 8, .buf_size = 2048 };
 	struct uvn_pkt_pool_cfg bc = { .count = 2, .buf_size = 65600 };
 	struct uvn_pkt_pool_cfg ec = { .count = 8 };
-	struct uvn_vq_layout l;
 
-	assert_int_equal(uvn_vq_layout(features & F(VIRTIO_F_RING_PACKED), NUM, &l), 0);
-	f->ring_size = l.size;
-	f->copy = calloc(1, l.size);
-	assert_int_equal(ringpair_init(&f->rp, NUM, features), 0);
-	uvn_netdev_q_init(&f->q, f->rp.dev, features, tx);
+	tq_pair(&f->ring, NUM, features);
+	f->copy = calloc(1, f->ring.lay.size);
+	uvn_netdev_q_init(&f->q, f->ring.dev, features, tx);
 	f->q.log_write = log_write;
 	f->q.log_used = log_used;
 	f->q.log_ctx = f;
@@ -81,7 +77,7 @@ static void teardown_fx(struct fx *f)
 	uvn_pkt_pool_destroy(f->small);
 	uvn_pkt_pool_destroy(f->big);
 	uvn_pkt_pool_destroy(f->ext);
-	ringpair_fini(&f->rp);
+	tq_teardown(&f->ring);
 	free(f->copy);
 	free(f);
 }
@@ -90,28 +86,28 @@ static void teardown_fx(struct fx *f)
 static void assert_ring_logged(struct fx *f)
 {
 	assert_true(f->used_logs > 0);
-	assert_memory_equal(f->rp.mem, f->copy, f->ring_size);
+	assert_memory_equal(f->ring.ring, f->copy, f->ring.lay.size);
 }
 
 /* The guest sends @n frames of @len bytes (a zeroed virtio-net header each). */
 static void guest_tx(struct fx *f, unsigned n, uint32_t len)
 {
 	for (unsigned i = 0; i < n; i++) {
-		struct uvn_sg sg = rp_sg(f->buf[i], 12 + len);
+		struct uvn_sg sg = tq_sg(f->buf[i], 12 + len);
 
 		memset(f->buf[i], 0, 12 + len);
 		memset(f->buf[i] + 12, 0xff, 6);
 		f->buf[i][12 + 12] = 0x08;
-		assert_int_equal(uvn_vq_drv_add(f->rp.drv, &sg, 1, 0, f->buf[i], 0), 0);
+		assert_int_equal(uvn_vq_drv_add(f->ring.drv, &sg, 1, 0, f->buf[i], 0), 0);
 	}
-	uvn_vq_drv_kick_prepare(f->rp.drv);
+	uvn_vq_drv_kick_prepare(f->ring.drv);
 }
 
 static void guest_reap(struct fx *f, unsigned want)
 {
 	struct uvn_vq_done done[NUM];
 
-	assert_int_equal(uvn_vq_drv_get_used(f->rp.drv, done, NUM), (int)want);
+	assert_int_equal(uvn_vq_drv_get_used(f->ring.drv, done, NUM), (int)want);
 }
 
 static void tx_copied(uint64_t features)
@@ -191,11 +187,11 @@ static void rx(uint64_t features, uint32_t len, unsigned bufs, uint32_t size)
 	struct uvn_pkt *p = uvn_pkt_alloc(f->small);
 
 	for (unsigned i = 0; i < bufs; i++) {
-		struct uvn_sg sg = rp_sg(f->buf[i], size);
+		struct uvn_sg sg = tq_sg(f->buf[i], size);
 
-		assert_int_equal(uvn_vq_drv_add(f->rp.drv, &sg, 0, 1, f->buf[i], 0), 0);
+		assert_int_equal(uvn_vq_drv_add(f->ring.drv, &sg, 0, 1, f->buf[i], 0), 0);
 	}
-	uvn_vq_drv_kick_prepare(f->rp.drv);
+	uvn_vq_drv_kick_prepare(f->ring.drv);
 	memset(p->buf, 0x5a, len);
 	uvn_pkt_set_buf(p, len);
 	assert_int_equal(uvn_netdev_rx(&f->q, &p, 1), 1);

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <endian.h>
 
@@ -16,14 +17,13 @@
 #include <linux/virtio_ring.h>
 
 #include "net/device/netdev.h"
-#include "ringpair.h"
+#include "ring_test.h"
 
-#define F(b) (1ull << (b))
 #define BASE (F(VIRTIO_F_VERSION_1))
 #define NBUF 8
 
 struct fx {
-	struct ringpair rp;
+	struct tq ring;
 	struct uvn_netdev_q q;
 	struct uvn_pkt_pool *small, *ext;
 	uint8_t buf[NBUF][4096];
@@ -36,8 +36,8 @@ static struct fx *setup_ring(unsigned num, uint64_t features, enum uvn_zc_mode m
 	struct uvn_pkt_pool_cfg sc = { .count = 8, .buf_size = 2048 };
 	struct uvn_pkt_pool_cfg ec = { .count = 8 };
 
-	assert_int_equal(ringpair_init(&f->rp, num, features), 0);
-	uvn_netdev_q_init(&f->q, f->rp.dev, features, true);
+	tq_pair(&f->ring, num, features);
+	uvn_netdev_q_init(&f->q, f->ring.dev, features, true);
 	assert_int_equal(uvn_pkt_pool_create(&sc, &f->small), 0);
 	assert_int_equal(uvn_pkt_pool_create(&ec, &f->ext), 0);
 	assert_int_equal(uvn_netdev_q_set_zerocopy(&f->q, mode, 256, max_held, f->ext), 0);
@@ -57,7 +57,7 @@ static void teardown_fx(struct fx *f)
 	uvn_netdev_q_fini(&f->q);
 	uvn_pkt_pool_destroy(f->small);
 	uvn_pkt_pool_destroy(f->ext);
-	ringpair_fini(&f->rp);
+	tq_teardown(&f->ring);
 	free(f);
 }
 
@@ -71,20 +71,20 @@ static void send(struct fx *f, unsigned i, uint32_t len, bool split)
 	for (uint32_t k = 0; k < len; k++)
 		b[12 + k] = (uint8_t)(i * 31 + k);
 	if (split) {
-		sg[0] = rp_sg(b, 12);
-		sg[1] = rp_sg(b + 12, len);
+		sg[0] = tq_sg(b, 12);
+		sg[1] = tq_sg(b + 12, len);
 	} else {
-		sg[0] = rp_sg(b, 12 + len);
+		sg[0] = tq_sg(b, 12 + len);
 	}
-	assert_int_equal(uvn_vq_drv_add(f->rp.drv, sg, split ? 2 : 1, 0, b, 0), 0);
-	uvn_vq_drv_kick_prepare(f->rp.drv);
+	assert_int_equal(uvn_vq_drv_add(f->ring.drv, sg, split ? 2 : 1, 0, b, 0), 0);
+	uvn_vq_drv_kick_prepare(f->ring.drv);
 }
 
 /* Guest: which buffers came back (as indices), in order. */
 static unsigned back(struct fx *f, unsigned *idx)
 {
 	struct uvn_vq_done d[NBUF];
-	int n = uvn_vq_drv_get_used(f->rp.drv, d, NBUF);
+	int n = uvn_vq_drv_get_used(f->ring.drv, d, NBUF);
 
 	assert_true(n >= 0);
 	for (int k = 0; k < n; k++)
@@ -308,9 +308,7 @@ static void test_duplicate_id_breaks_queue(void **state)
 	(void)state;
 	send(f, 0, 1000, false);
 	/* a hostile driver makes the same head available twice */
-	struct uvn_vq_layout l;
-	uvn_vq_layout(false, 16, &l);
-	avail = (struct vring_avail *)((char *)f->rp.mem + l.driver);
+	avail = sq_avail(&f->ring);
 	head = avail->ring[0];
 	avail->ring[1] = head;
 	avail->idx = htole16(2);

@@ -39,7 +39,7 @@ void *tm_xlate(void *ctx, uint64_t addr, uint64_t *len)
 			*len = n;
 		return r->host + (addr - r->gpa);
 	}
-	return NULL;
+	return m->identity ? (void *)(uintptr_t)addr : NULL;
 }
 
 uint64_t tm_alloc(struct tmem *m, size_t len, size_t align)
@@ -48,13 +48,13 @@ uint64_t tm_alloc(struct tmem *m, size_t len, size_t align)
 
 	assert_true(off + len <= m->size);
 	m->brk = off + len;
-	return TM_GPA + off;
+	return m->gpa + off;
 }
 
 void *tm_ptr(struct tmem *m, uint64_t gpa)
 {
-	assert_true(gpa >= TM_GPA && gpa - TM_GPA < m->size);
-	return m->base + (gpa - TM_GPA);
+	assert_true(gpa >= m->gpa && gpa - m->gpa < m->size);
+	return m->base + (gpa - m->gpa);
 }
 
 void tm_map(struct tmem *m, uint64_t gpa, uint64_t len, void *host)
@@ -137,7 +137,9 @@ void tq_setup(struct tq *q, unsigned num, uint64_t features, unsigned flags)
 	q->m.size = TM_SIZE;
 	q->m.base = mmap(NULL, TM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(q->m.base != MAP_FAILED);
-	q->m.reg[0] = (struct treg){ .gpa = TM_GPA, .len = TM_SIZE, .host = q->m.base };
+	q->m.identity = flags & TQ_HOST;
+	q->m.gpa = q->m.identity ? (uint64_t)(uintptr_t)q->m.base : TM_GPA;
+	q->m.reg[0] = (struct treg){ .gpa = q->m.gpa, .len = TM_SIZE, .host = q->m.base };
 	q->m.nreg = 1;
 	q->num = num;
 	q->features = features;
@@ -157,6 +159,16 @@ void tq_setup(struct tq *q, unsigned num, uint64_t features, unsigned flags)
 	}
 	if (flags & TQ_DEV)
 		tq_dev_create(q, 0, true, 0, true);
+}
+
+void tq_pair(struct tq *q, unsigned num, uint64_t features)
+{
+	tq_setup(q, num, features, TQ_DRV | TQ_DEV | TQ_NO_ALLOC | TQ_HOST);
+}
+
+struct uvn_sg tq_sg(const void *p, uint32_t len)
+{
+	return (struct uvn_sg){ .addr = (uint64_t)(uintptr_t)p, .len = len };
 }
 
 void tq_teardown(struct tq *q)
@@ -340,7 +352,7 @@ void expect_pop_fails(struct tq *q, int code, unsigned iov_max)
 void expect_drv_broken(struct tq *q, int code)
 {
 	const struct uvn_vq_stats *st = uvn_vq_drv_stats(q->drv);
-	struct uvn_sg sg = { .addr = TM_GPA, .len = 1 };
+	struct uvn_sg sg = { .addr = q->m.gpa, .len = 1 };
 	uint64_t bufs = st->bufs, used = st->used;
 	unsigned nfree = uvn_vq_drv_num_free(q->drv);
 	struct uvn_vq_done done[4];

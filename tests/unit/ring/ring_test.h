@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared by the ring unit tests: a simulated guest memory with a region map
- * (holes, pieces backed by unrelated host memory), a queue fixture holding a
- * ring in that memory with either half or both, raw ring writers so device
- * tests can hand-craft (malformed) rings without our driver, and checks that
- * a queue is broken for good.
+ * The ring fixture of the unit tests: a simulated guest memory with a
+ * region map (holes, pieces backed by unrelated host memory), a queue
+ * fixture holding a ring in that memory with either half or both, raw ring
+ * writers so device tests can hand-craft (malformed) rings without our
+ * driver, and checks that a queue is broken for good. The net tests use it
+ * too (tq_pair()): a driver half and a device half in one process whose
+ * buffer addresses are plain host pointers.
  */
 #ifndef UVN_RING_TEST_H
 #define UVN_RING_TEST_H
@@ -44,6 +46,8 @@ struct treg {
 struct tmem {
 	uint8_t *base;
 	size_t size;
+	uint64_t gpa;               /* guest address of base: TM_GPA, or base (TQ_HOST) */
+	bool identity;              /* TQ_HOST: an address in no region is a host pointer */
 	size_t brk;                 /* bump allocator, offset into base */
 	struct treg reg[TM_MAX_REG]; /* first match wins */
 	unsigned nreg;
@@ -84,11 +88,19 @@ struct tq {
 	bool pool_off;        /* make the allocator fail */
 };
 
-enum { TQ_DRV = 1, TQ_DEV = 2, TQ_NO_ALLOC = 4 };
+/* TQ_HOST: guest addresses are host addresses (the block's own, and any
+ * pointer outside it), for tests whose buffers are ordinary memory. */
+enum { TQ_DRV = 1, TQ_DEV = 2, TQ_NO_ALLOC = 4, TQ_HOST = 8 };
 
 /* Set up a queue of @num entries; features without VIRTIO_F_RING_PACKED
- * pick the split layout. @flags: TQ_DRV and/or TQ_DEV, TQ_NO_ALLOC. */
+ * pick the split layout. @flags: TQ_DRV and/or TQ_DEV, TQ_NO_ALLOC, TQ_HOST. */
 void tq_setup(struct tq *q, unsigned num, uint64_t features, unsigned flags);
+/* Both halves, buffers given as host pointers (tq_sg()), no indirect
+ * tables: what the net device tests drive a netdev queue with. Set
+ * q->m.hook to act between a pop's reads and its use of the buffers. */
+void tq_pair(struct tq *q, unsigned num, uint64_t features);
+/* A driver segment for a TQ_HOST queue. */
+struct uvn_sg tq_sg(const void *p, uint32_t len);
 /* Device half configuration for this queue, starting at the given indices. */
 struct uvn_vq_dev_cfg tq_dev_cfg(struct tq *q, uint16_t avail, bool avail_wrap, uint16_t used,
 				 bool used_wrap);
