@@ -132,13 +132,14 @@ static enum uvn_fdb_learn_res update(struct uvn_fdb *f, struct uvn_fdb_entry *e,
 {
 	uint16_t cur = atomic_load_explicit(&e->port, RELAXED);
 
-	if (is_static(e) && cur != UVN_FDB_NO_PORT)
-		return cur == port ? UVN_FDB_KNOWN : UVN_FDB_PINNED;
+	/* The common case first: a known address, learned or static. */
 	if (cur == port) {
 		if (now - atomic_load_explicit(&e->seen_ns, RELAXED) > REFRESH_NS)
 			atomic_store_explicit(&e->seen_ns, now, RELAXED);
 		return UVN_FDB_KNOWN;
 	}
+	if (is_static(e) && cur != UVN_FDB_NO_PORT)
+		return UVN_FDB_PINNED;
 	if (!may_add(f, port, now))
 		return UVN_FDB_LIMITED;
 	fill(e, port, 0, now);
@@ -207,7 +208,9 @@ static bool claim(struct uvn_fdb *f, struct uvn_fdb_entry *e, uint64_t old, uint
 	return true;
 }
 
-enum uvn_fdb_learn_res uvn_fdb_learn(struct uvn_fdb *f, uint64_t key, uint16_t port, uint64_t now)
+/* Out of line: the fast path below stays a leaf with nothing to save. */
+__attribute__((noinline)) static enum uvn_fdb_learn_res
+learn_slow(struct uvn_fdb *f, uint64_t key, uint16_t port, uint64_t now)
 {
 	/* Two tries: a slot another worker took between find and claim. */
 	for (int tries = 0; tries < 2; tries++) {
@@ -229,6 +232,20 @@ enum uvn_fdb_learn_res uvn_fdb_learn(struct uvn_fdb *f, uint64_t key, uint16_t p
 	return UVN_FDB_FULL;
 }
 
+enum uvn_fdb_learn_res uvn_fdb_learn(struct uvn_fdb *f, uint64_t key, uint16_t port, uint64_t now)
+{
+	struct uvn_fdb_entry *e = &f->slots[hash(key) & f->mask];
+
+	/* Nearly every frame: a source known on its port, in its home slot. */
+	if (__builtin_expect(atomic_load_explicit(&e->key, memory_order_acquire) == key &&
+				     atomic_load_explicit(&e->port, RELAXED) == port, 1)) {
+		if (now - atomic_load_explicit(&e->seen_ns, RELAXED) > REFRESH_NS)
+			atomic_store_explicit(&e->seen_ns, now, RELAXED);
+		return UVN_FDB_KNOWN;
+	}
+	return learn_slow(f, key, port, now);
+}
+
 uint16_t uvn_fdb_lookup(struct uvn_fdb *f, uint64_t key, uint64_t now)
 {
 	unsigned i = hash(key);
@@ -237,9 +254,15 @@ uint16_t uvn_fdb_lookup(struct uvn_fdb *f, uint64_t key, uint64_t now)
 		struct uvn_fdb_entry *e = &f->slots[i & f->mask];
 		uint64_t cur = atomic_load_explicit(&e->key, memory_order_acquire);
 
-		if (cur == key)
-			return stale(f, e, now) ? UVN_FDB_NO_PORT
-						: atomic_load_explicit(&e->port, RELAXED);
+		/* A deleted entry's port is UVN_FDB_NO_PORT: only the
+		 * time needs a look here, and the flags when it is old. */
+		if (cur == key) {
+			uint64_t seen = atomic_load_explicit(&e->seen_ns, memory_order_acquire);
+
+			if (now - seen <= f->age_ns || is_static(e))
+				return atomic_load_explicit(&e->port, RELAXED);
+			return UVN_FDB_NO_PORT;
+		}
 		if (!cur)
 			break;
 	}

@@ -33,10 +33,10 @@
 #define UVN_FDB_STATIC 1u   /* entry flag */
 
 /* A key: bit 63 set (0 is an empty slot), the VLAN in bits 48..59, the
- * 48-bit MAC address below. */
+ * MAC address (48 bits, as uvn_mac_key() makes it) below. */
 static inline uint64_t uvn_fdb_key(unsigned vlan, uint64_t mac)
 {
-	return 1ull << 63 | (uint64_t)(vlan & 0xfff) << 48 | (mac & 0xffffffffffffull);
+	return 1ull << 63 | (uint64_t)(vlan & 0xfff) << 48 | mac;
 }
 
 static inline unsigned uvn_fdb_key_vlan(uint64_t key)

@@ -112,7 +112,10 @@ static const uint8_t *frame_macs(const struct uvn_pkt *p)
 
 static bool has_tag(const uint8_t *mac)
 {
-	return mac[12] == ETH_P_8021Q >> 8 && mac[13] == (ETH_P_8021Q & 0xff);
+	uint16_t type;
+
+	memcpy(&type, mac + 12, sizeof(type)); /* one load, one compare */
+	return type == htobe16(ETH_P_8021Q);
 }
 
 /* How a frame is encoded, on the wire in or as a port needs it out. */
@@ -151,7 +154,9 @@ static bool classify(const struct uvn_port *in, struct vframe *fr)
 	fr->vlan = v->tag;
 	if (!has_tag(fr->hdr))
 		return true;
-	if (p->len < UVN_ETH_HLEN + VLAN_HLEN || uvn_pkt_read(p, 14, fr->hdr + 14, 4) != 4)
+	if (UVN_LIKELY(p->seg[0].iov_len >= UVN_ETH_HLEN + VLAN_HLEN))
+		memcpy(fr->hdr + 14, (const uint8_t *)p->seg[0].iov_base + 14, 4);
+	else if (p->len < UVN_ETH_HLEN + VLAN_HLEN || uvn_pkt_read(p, 14, fr->hdr + 14, 4) != 4)
 		return false;
 	fr->tci = (uint16_t)(fr->hdr[14] << 8 | fr->hdr[15]);
 	vid = fr->tci & 0xfff;
@@ -233,8 +238,18 @@ static struct uvn_pkt *build_view(struct uvn_fwd_worker *w, struct vframe *fr, i
 	memcpy(vw->hdr + hlen, fr->hdr + skip, 2);
 	hlen += 2;
 	skip += 2;
-	*v = (struct uvn_pkt){ .ubuf = p->ubuf, .len = p->len - skip + hlen, .refcnt = 1,
-			       .port = p->port, .queue = p->queue, .user = p->user, .vnet = p->vnet };
+	/* Field by field: the segments past the ones set stay unread. */
+	v->pool = NULL;
+	v->buf = NULL;
+	v->ubuf = p->ubuf;
+	v->frags = NULL;
+	v->len = p->len - skip + hlen;
+	v->flags = 0;
+	v->refcnt = 1;
+	v->port = p->port;
+	v->queue = p->queue;
+	v->user = p->user;
+	v->vnet = p->vnet;
 	v->seg[0] = (struct iovec){ vw->hdr, hlen };
 	v->nseg = 1;
 	if (!append_from(v, p, skip) || !shift_offsets(&v->vnet, (int)hlen - (int)skip)) {
@@ -246,8 +261,8 @@ static struct uvn_pkt *build_view(struct uvn_fwd_worker *w, struct vframe *fr, i
 }
 
 /* @fr as output port @o needs it. @return NULL if it cannot be had */
-static struct uvn_pkt *frame_for(struct uvn_fwd_worker *w, struct vframe *fr,
-				 const struct uvn_port *o)
+static inline struct uvn_pkt *frame_for(struct uvn_fwd_worker *w, struct vframe *fr,
+					const struct uvn_port *o)
 {
 	int enc = !o->conf.vlan.tag && fr->vlan ? ENC_TAGGED : ENC_UNTAGGED;
 
@@ -261,7 +276,7 @@ static struct uvn_pkt *frame_for(struct uvn_fwd_worker *w, struct vframe *fr,
 	return fr->out[enc];
 }
 
-static void put(struct uvn_fwd_worker *w, struct vframe *fr, const struct uvn_port *o)
+static inline void put(struct uvn_fwd_worker *w, struct vframe *fr, const struct uvn_port *o)
 {
 	struct uvn_pkt *q = frame_for(w, fr, o);
 
@@ -273,10 +288,12 @@ static void put(struct uvn_fwd_worker *w, struct vframe *fr, const struct uvn_po
  * A frame through the VLAN path: its VLAN from the input port and its tag,
  * learning and lookup by (VLAN, MAC), and to each output port as it needs
  * it. @return true if @p is to be freed after the burst, false if it was
- * dropped (the caller frees it now)
+ * dropped (the caller frees it now). Kept out of line: the loop of a
+ * switch without VLANs stays as small as it was.
  */
-static bool switch_vlan(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_port *in,
-			struct uvn_pkt *p, const uint8_t *mac, uint64_t now)
+__attribute__((noinline)) static bool switch_vlan(struct uvn_fwd *f, struct uvn_fwd_worker *w,
+						  struct uvn_port *in, struct uvn_pkt *p,
+						  const uint8_t *mac, uint64_t now)
 {
 	struct vframe fr = { .p = p, .copy_hdr = p->ubuf != NULL };
 	uint16_t dst = UVN_FDB_NO_PORT;

@@ -340,7 +340,8 @@ static void complete(struct uvn_pkt_ubuf *u)
 
 /* A guest's frame, borrowed in three pieces: tagged for the trunk, sent
  * as it is to the access port, its memory never written, and given back
- * once, after the burst. */
+ * once, after the burst; a borrowed tagged one with its tag past the first
+ * piece, stripped. */
 static void test_borrowed(void **state)
 {
 	struct env *e = topo();
@@ -363,6 +364,23 @@ static void test_borrowed(void **state)
 	expect(e, 2, 0, BCAST, MAC_A, 10);
 	expect(e, 3, 0, BCAST, MAC_A, -1);
 	assert_int_equal(completions, 1);
+	/* tagged from the trunk, its tag in the second piece: stripped for
+	 * the access port, the frame untouched */
+	clear(e);
+	len = frame(guest, BCAST, MAC_B, 20, 64);
+	memcpy(before, guest, sizeof(guest));
+	p = uvn_pkt_alloc(e->descs);
+	p->seg[0] = (struct iovec){ guest, 14 };
+	p->seg[1] = (struct iovec){ guest + 14, len - 14 };
+	p->nseg = 2;
+	p->len = len;
+	ub.refs = 1;
+	p->ubuf = &ub;
+	send1(e, 2, p);
+	assert_memory_equal(guest, before, sizeof(guest));
+	assert_int_equal(e->ports[0].n + e->ports[3].n, 0);
+	expect(e, 1, 0, BCAST, MAC_B, -1);
+	assert_int_equal(completions, 2);
 	env_free(e);
 }
 
