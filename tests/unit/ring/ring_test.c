@@ -397,6 +397,25 @@ void check_pchain(const struct uvn_vq_chain *ch, uint16_t id, unsigned ndesc, un
 	check_chain(ch, id, nout, nin, out_len, in_len);
 }
 
+static void run_bad_ring(void **state)
+{
+	const struct bad_ring *r = *state;
+	struct tq q;
+
+	tq_setup(&q, r->num, r->features, TQ_DEV);
+	r->write(&q);
+	expect_pop_fails(&q, r->err, r->iov_max);
+	tq_teardown(&q);
+}
+
+unsigned bad_ring_tests(struct CMUnitTest *tests, const struct bad_ring *rows, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		tests[i] = (struct CMUnitTest){ .name = rows[i].name, .test_func = run_bad_ring,
+						.initial_state = (void *)&rows[i] };
+	return n;
+}
+
 uint64_t tbuf(struct tq *q, size_t len)
 {
 	uint64_t gpa = tm_alloc(&q->m, len, 8);

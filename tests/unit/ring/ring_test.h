@@ -163,6 +163,27 @@ void check_chain(const struct uvn_vq_chain *ch, uint16_t id, unsigned nout, unsi
 void check_pchain(const struct uvn_vq_chain *ch, uint16_t id, unsigned ndesc, unsigned nout,
 		  unsigned nin, uint32_t out_len, uint32_t in_len);
 
+/*
+ * A malformed ring, one row of a table: the device half of a @num-entry
+ * queue with @features pops what @write laid out and must fail with @err,
+ * that error counted once and the queue broken for good without another
+ * look at guest memory (expect_pop_fails()).
+ */
+struct bad_ring {
+	const char *name;
+	unsigned num;
+	uint64_t features;
+	void (*write)(struct tq *q);
+	int err;          /* UVN_VQ_E_* */
+	unsigned iov_max; /* iovecs the pop gets */
+};
+
+#define BAD_RING(write, num, features, err, iov_max) \
+	{ #write, num, features, write, err, iov_max }
+
+/* One cmocka test per row into @tests. @return the rows added */
+unsigned bad_ring_tests(struct CMUnitTest *tests, const struct bad_ring *rows, unsigned n);
+
 /* A buffer in guest memory filled with a pattern. */
 uint64_t tbuf(struct tq *q, size_t len);
 

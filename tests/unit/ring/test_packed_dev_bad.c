@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Packed ring, device half: every malformed chain the driver can write,
- * one test each, each asserting its own error code, its counter, and that
- * the queue stays broken without touching guest memory again.
+ * one test each (a table row for each), each asserting its own error code,
+ * its counter, and that the queue stays broken without touching guest
+ * memory again.
  */
 #include <endian.h>
 #include <stdlib.h>
@@ -28,6 +29,9 @@ static void put_table(struct tq *q, uint64_t t, unsigned i, uint64_t addr, uint3
 
 /* ------------------------------------------------------- malformed rings */
 
+/* Each function taking a struct tq writes one malformed ring; the table at
+ * the end says what the pop must fail with (bad_ring_tests()). */
+
 static void one_desc(struct tq *q, uint64_t addr, uint32_t len, uint16_t flags, uint16_t id)
 {
 	struct pkdrv d = { 0, true };
@@ -36,33 +40,21 @@ static void one_desc(struct tq *q, uint64_t addr, uint32_t len, uint16_t flags, 
 	pk_chain_raw(q, &d, ds, 1, id);
 }
 
-static void bad_id(void **state)
+static void bad_id(struct tq *q)
 {
-	struct tq q;
-
-	(void)state;
-	tq_setup(&q, 5, F_PACKED, TQ_DEV);
-	one_desc(&q, tbuf(&q, 8), 8, 0, 5);
-	expect_pop_fails(&q, UVN_VQ_E_HEAD_RANGE, 4);
-	tq_teardown(&q);
+	one_desc(q, tbuf(q, 8), 8, 0, 5);
 }
 
 /* NEXT on every descriptor: the chain runs around the ring. */
-static void loop_around_ring(void **state)
+static void loop_around_ring(struct tq *q)
 {
 	struct pkdrv d = { 0, true };
 	struct tdesc ds[4];
-	struct tq q;
-
-	(void)state;
-	tq_setup(&q, 4, F_PACKED, TQ_DEV);
-	uint64_t a = tbuf(&q, 8);
+	uint64_t a = tbuf(q, 8);
 
 	for (unsigned i = 0; i < 4; i++)
 		ds[i] = (struct tdesc){ a, 8, NEXT };
-	pk_chain_raw(&q, &d, ds, 4, 0);
-	expect_pop_fails(&q, UVN_VQ_E_LOOP, 64);
-	tq_teardown(&q);
+	pk_chain_raw(q, &d, ds, 4, 0);
 }
 
 static void chain_of_queue_size(void **state)
@@ -86,76 +78,40 @@ static void chain_of_queue_size(void **state)
 	tq_teardown(&q);
 }
 
-static void indirect_len_not_multiple(void **state)
+static void indirect_len_not_multiple(struct tq *q)
 {
-	struct tq q;
-
-	(void)state;
-	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
-	one_desc(&q, tbuf(&q, 64), 40, INDIRECT, 0);
-	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_LEN, 8);
-	tq_teardown(&q);
+	one_desc(q, tbuf(q, 64), 40, INDIRECT, 0);
 }
 
-static void indirect_len_zero(void **state)
+static void indirect_len_zero(struct tq *q)
 {
-	struct tq q;
-
-	(void)state;
-	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
-	one_desc(&q, tbuf(&q, 64), 0, INDIRECT, 0);
-	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_LEN, 8);
-	tq_teardown(&q);
+	one_desc(q, tbuf(q, 64), 0, INDIRECT, 0);
 }
 
-static void indirect_longer_than_queue(void **state)
+static void indirect_longer_than_queue(struct tq *q)
 {
-	struct tq q;
-
-	(void)state;
-	tq_setup(&q, 3, F_PACKED | F_INDIRECT, TQ_DEV);
-	one_desc(&q, tbuf(&q, 64), 64, INDIRECT, 0);
-	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_LEN, 8);
-	tq_teardown(&q);
+	one_desc(q, tbuf(q, 64), 64, INDIRECT, 0);
 }
 
-static void indirect_unmapped(void **state)
+static void indirect_unmapped(struct tq *q)
 {
-	struct tq q;
-
-	(void)state;
-	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
-	one_desc(&q, 0x2000, 32, INDIRECT, 0);
-	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_MAP, 8);
-	tq_teardown(&q);
+	one_desc(q, 0x2000, 32, INDIRECT, 0);
 }
 
-static void indirect_straddles_hole(void **state)
+static void indirect_straddles_hole(struct tq *q)
 {
-	struct tq q;
+	uint64_t t = tm_alloc(&q->m, 64, 16), a = tbuf(q, 8);
 
-	(void)state;
-	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
-	uint64_t t = tm_alloc(&q.m, 64, 16), a = tbuf(&q, 8);
-
-	put_table(&q, t, 0, a, 8, 0);
-	tm_map(&q.m, t + 20, 4096, NULL);
-	one_desc(&q, t, 32, INDIRECT, 0);
-	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_MAP, 8);
-	tq_teardown(&q);
+	put_table(q, t, 0, a, 8, 0);
+	tm_map(&q->m, t + 20, 4096, NULL);
+	one_desc(q, t, 32, INDIRECT, 0);
 }
 
-static void indirect_addr_wraps(void **state)
+static void indirect_addr_wraps(struct tq *q)
 {
-	struct tq q;
-
-	(void)state;
-	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
-	tm_map(&q.m, 0, 4096, q.m.base);
-	tm_map(&q.m, UINT64_MAX - 4095, 4096, q.m.base + 4096);
-	one_desc(&q, UINT64_MAX - 15, 32, INDIRECT, 0);
-	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_MAP, 8);
-	tq_teardown(&q);
+	tm_map(&q->m, 0, 4096, q->m.base);
+	tm_map(&q->m, UINT64_MAX - 4095, 4096, q->m.base + 4096);
+	one_desc(q, UINT64_MAX - 15, 32, INDIRECT, 0);
 }
 
 static void indirect_over_two_pieces(void **state)
@@ -186,174 +142,102 @@ static void indirect_over_two_pieces(void **state)
 	tq_teardown(&q);
 }
 
-static void indirect_nested(void **state)
+static void indirect_nested(struct tq *q)
 {
-	struct tq q;
+	uint64_t t = tm_alloc(&q->m, 32, 16), a = tbuf(q, 8);
 
-	(void)state;
-	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
-	uint64_t t = tm_alloc(&q.m, 32, 16), a = tbuf(&q, 8);
-
-	put_table(&q, t, 0, a, 8, 0);
-	put_table(&q, t, 1, t, 16, INDIRECT);
-	one_desc(&q, t, 32, INDIRECT, 0);
-	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_NESTED, 8);
-	tq_teardown(&q);
+	put_table(q, t, 0, a, 8, 0);
+	put_table(q, t, 1, t, 16, INDIRECT);
+	one_desc(q, t, 32, INDIRECT, 0);
 }
 
-static void indirect_with_next(void **state)
+static void indirect_with_next(struct tq *q)
 {
 	struct pkdrv d = { 0, true };
-	struct tq q;
-
-	(void)state;
-	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
-	uint64_t t = tm_alloc(&q.m, 16, 16), a = tbuf(&q, 8);
+	uint64_t t = tm_alloc(&q->m, 16, 16), a = tbuf(q, 8);
 	const struct tdesc ds[2] = { { t, 16, INDIRECT | NEXT }, { a, 8, 0 } };
 
-	put_table(&q, t, 0, a, 8, 0);
-	pk_chain_raw(&q, &d, ds, 2, 0);
-	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_NEXT, 8);
-	tq_teardown(&q);
+	put_table(q, t, 0, a, 8, 0);
+	pk_chain_raw(q, &d, ds, 2, 0);
 }
 
-static void indirect_without_feature(void **state)
+static void indirect_without_feature(struct tq *q)
 {
-	struct tq q;
+	uint64_t t = tm_alloc(&q->m, 16, 16);
 
-	(void)state;
-	tq_setup(&q, 4, F_PACKED, TQ_DEV);
-	uint64_t t = tm_alloc(&q.m, 16, 16);
-
-	put_table(&q, t, 0, tbuf(&q, 8), 8, 0);
-	one_desc(&q, t, 16, INDIRECT, 0);
-	expect_pop_fails(&q, UVN_VQ_E_INDIRECT_FEATURE, 8);
-	tq_teardown(&q);
+	put_table(q, t, 0, tbuf(q, 8), 8, 0);
+	one_desc(q, t, 16, INDIRECT, 0);
 }
 
-static void readable_after_writable(void **state)
+static void readable_after_writable(struct tq *q)
 {
 	struct pkdrv d = { 0, true };
-	struct tq q;
-
-	(void)state;
-	tq_setup(&q, 4, F_PACKED, TQ_DEV);
-	uint64_t a = tbuf(&q, 8);
+	uint64_t a = tbuf(q, 8);
 	const struct tdesc ds[2] = { { a, 8, WRITE }, { a, 8, 0 } };
 
-	pk_chain(&q, &d, ds, 2, 0);
-	expect_pop_fails(&q, UVN_VQ_E_WRITE_ORDER, 8);
-	tq_teardown(&q);
+	pk_chain(q, &d, ds, 2, 0);
 }
 
-static void readable_after_writable_in_table(void **state)
+static void readable_after_writable_in_table(struct tq *q)
 {
-	struct tq q;
+	uint64_t t = tm_alloc(&q->m, 32, 16), a = tbuf(q, 8);
 
-	(void)state;
-	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
-	uint64_t t = tm_alloc(&q.m, 32, 16), a = tbuf(&q, 8);
-
-	put_table(&q, t, 0, a, 8, WRITE);
-	put_table(&q, t, 1, a, 8, 0);
-	one_desc(&q, t, 32, INDIRECT, 0);
-	expect_pop_fails(&q, UVN_VQ_E_WRITE_ORDER, 8);
-	tq_teardown(&q);
+	put_table(q, t, 0, a, 8, WRITE);
+	put_table(q, t, 1, a, 8, 0);
+	one_desc(q, t, 32, INDIRECT, 0);
 }
 
-static void buffer_unmapped(void **state)
+static void buffer_unmapped(struct tq *q)
 {
-	struct tq q;
-
-	(void)state;
-	tq_setup(&q, 4, F_PACKED, TQ_DEV);
-	one_desc(&q, 0x3000, 8, WRITE, 0);
-	expect_pop_fails(&q, UVN_VQ_E_UNMAPPED, 8);
-	tq_teardown(&q);
+	one_desc(q, 0x3000, 8, WRITE, 0);
 }
 
-static void buffer_partly_mapped(void **state)
+static void buffer_partly_mapped(struct tq *q)
 {
-	struct tq q;
+	uint64_t a = tbuf(q, 64);
 
-	(void)state;
-	tq_setup(&q, 4, F_PACKED, TQ_DEV);
-	uint64_t a = tbuf(&q, 64);
-
-	tm_map(&q.m, a + 32, 64, NULL);
-	one_desc(&q, a, 64, 0, 0);
-	expect_pop_fails(&q, UVN_VQ_E_UNMAPPED, 8);
-	tq_teardown(&q);
+	tm_map(&q->m, a + 32, 64, NULL);
+	one_desc(q, a, 64, 0, 0);
 }
 
-static void buffer_addr_wraps(void **state)
+static void buffer_addr_wraps(struct tq *q)
 {
-	struct tq q;
-
-	(void)state;
-	tq_setup(&q, 4, F_PACKED, TQ_DEV);
-	tm_map(&q.m, 0, 4096, q.m.base);
-	tm_map(&q.m, UINT64_MAX - 4095, 4096, q.m.base + 4096);
-	one_desc(&q, UINT64_MAX - 7, 16, WRITE, 0);
-	expect_pop_fails(&q, UVN_VQ_E_UNMAPPED, 8);
-	tq_teardown(&q);
+	tm_map(&q->m, 0, 4096, q->m.base);
+	tm_map(&q->m, UINT64_MAX - 4095, 4096, q->m.base + 4096);
+	one_desc(q, UINT64_MAX - 7, 16, WRITE, 0);
 }
 
-static void chain_len_overflows(void **state)
+static void chain_len_overflows(struct tq *q)
 {
 	const uint64_t big = 1ull << 40;
 	struct pkdrv d = { 0, true };
-	struct tq q;
-
-	(void)state;
-	tq_setup(&q, 4, F_PACKED, TQ_DEV);
-	tm_map(&q.m, big, 1ull << 33, q.m.base);
+	tm_map(&q->m, big, 1ull << 33, q->m.base);
 	const struct tdesc ds[3] = { { big, 0xffffff00u, 0 }, { big, 0x80u, 0 }, { big, 0x80u, WRITE } };
 
-	pk_chain(&q, &d, ds, 3, 0);
-	expect_pop_fails(&q, UVN_VQ_E_LEN_OVERFLOW, 8);
-	tq_teardown(&q);
+	pk_chain(q, &d, ds, 3, 0);
 }
 
-static void zero_len(void **state)
+static void zero_len(struct tq *q)
 {
-	struct tq q;
-
-	(void)state;
-	tq_setup(&q, 4, F_PACKED, TQ_DEV);
-	one_desc(&q, tbuf(&q, 8), 0, WRITE, 0);
-	expect_pop_fails(&q, UVN_VQ_E_ZERO_LEN, 8);
-	tq_teardown(&q);
+	one_desc(q, tbuf(q, 8), 0, WRITE, 0);
 }
 
-static void zero_len_in_table(void **state)
+static void zero_len_in_table(struct tq *q)
 {
-	struct tq q;
+	uint64_t t = tm_alloc(&q->m, 32, 16), a = tbuf(q, 8);
 
-	(void)state;
-	tq_setup(&q, 4, F_PACKED | F_INDIRECT, TQ_DEV);
-	uint64_t t = tm_alloc(&q.m, 32, 16), a = tbuf(&q, 8);
-
-	put_table(&q, t, 0, a, 8, 0);
-	put_table(&q, t, 1, a, 0, WRITE);
-	one_desc(&q, t, 32, INDIRECT, 0);
-	expect_pop_fails(&q, UVN_VQ_E_ZERO_LEN, 8);
-	tq_teardown(&q);
+	put_table(q, t, 0, a, 8, 0);
+	put_table(q, t, 1, a, 0, WRITE);
+	one_desc(q, t, 32, INDIRECT, 0);
 }
 
-static void iov_too_small(void **state)
+static void iov_too_small(struct tq *q)
 {
 	struct pkdrv d = { 0, true };
-	struct tq q;
-
-	(void)state;
-	tq_setup(&q, 4, F_PACKED, TQ_DEV);
-	uint64_t a = tbuf(&q, 8);
+	uint64_t a = tbuf(q, 8);
 	const struct tdesc ds[3] = { { a, 8, 0 }, { a, 8, 0 }, { a, 8, WRITE } };
 
-	pk_chain(&q, &d, ds, 3, 0);
-	expect_pop_fails(&q, UVN_VQ_E_IOV_FULL, 2);
-	tq_teardown(&q);
+	pk_chain(q, &d, ds, 3, 0);
 }
 
 /* Not made available (wrong AVAIL/USED bits): nothing to pop, no error. */
@@ -456,36 +340,40 @@ static void full_laps_with_flushes(void **state)
 	tq_teardown(&q);
 }
 
+/* The malformed rings above: the error each pop must fail with. */
+static const struct bad_ring bad[] = {
+	BAD_RING(bad_id, 5, F_PACKED, UVN_VQ_E_HEAD_RANGE, 4),
+	BAD_RING(loop_around_ring, 4, F_PACKED, UVN_VQ_E_LOOP, 64),
+	BAD_RING(indirect_len_not_multiple, 4, F_PACKED | F_INDIRECT, UVN_VQ_E_INDIRECT_LEN, 8),
+	BAD_RING(indirect_len_zero, 4, F_PACKED | F_INDIRECT, UVN_VQ_E_INDIRECT_LEN, 8),
+	BAD_RING(indirect_longer_than_queue, 3, F_PACKED | F_INDIRECT, UVN_VQ_E_INDIRECT_LEN, 8),
+	BAD_RING(indirect_unmapped, 4, F_PACKED | F_INDIRECT, UVN_VQ_E_INDIRECT_MAP, 8),
+	BAD_RING(indirect_straddles_hole, 4, F_PACKED | F_INDIRECT, UVN_VQ_E_INDIRECT_MAP, 8),
+	BAD_RING(indirect_addr_wraps, 4, F_PACKED | F_INDIRECT, UVN_VQ_E_INDIRECT_MAP, 8),
+	BAD_RING(indirect_nested, 4, F_PACKED | F_INDIRECT, UVN_VQ_E_INDIRECT_NESTED, 8),
+	BAD_RING(indirect_with_next, 4, F_PACKED | F_INDIRECT, UVN_VQ_E_INDIRECT_NEXT, 8),
+	BAD_RING(indirect_without_feature, 4, F_PACKED, UVN_VQ_E_INDIRECT_FEATURE, 8),
+	BAD_RING(readable_after_writable, 4, F_PACKED, UVN_VQ_E_WRITE_ORDER, 8),
+	BAD_RING(readable_after_writable_in_table, 4, F_PACKED | F_INDIRECT, UVN_VQ_E_WRITE_ORDER, 8),
+	BAD_RING(buffer_unmapped, 4, F_PACKED, UVN_VQ_E_UNMAPPED, 8),
+	BAD_RING(buffer_partly_mapped, 4, F_PACKED, UVN_VQ_E_UNMAPPED, 8),
+	BAD_RING(buffer_addr_wraps, 4, F_PACKED, UVN_VQ_E_UNMAPPED, 8),
+	BAD_RING(chain_len_overflows, 4, F_PACKED, UVN_VQ_E_LEN_OVERFLOW, 8),
+	BAD_RING(zero_len, 4, F_PACKED, UVN_VQ_E_ZERO_LEN, 8),
+	BAD_RING(zero_len_in_table, 4, F_PACKED | F_INDIRECT, UVN_VQ_E_ZERO_LEN, 8),
+	BAD_RING(iov_too_small, 4, F_PACKED, UVN_VQ_E_IOV_FULL, 2),
+};
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(bad_id),
-		cmocka_unit_test(loop_around_ring),
-		cmocka_unit_test(chain_of_queue_size),
-		cmocka_unit_test(indirect_len_not_multiple),
-		cmocka_unit_test(indirect_len_zero),
-		cmocka_unit_test(indirect_longer_than_queue),
-		cmocka_unit_test(indirect_unmapped),
-		cmocka_unit_test(indirect_straddles_hole),
-		cmocka_unit_test(indirect_addr_wraps),
-		cmocka_unit_test(indirect_over_two_pieces),
-		cmocka_unit_test(indirect_nested),
-		cmocka_unit_test(indirect_with_next),
-		cmocka_unit_test(indirect_without_feature),
-		cmocka_unit_test(readable_after_writable),
-		cmocka_unit_test(readable_after_writable_in_table),
-		cmocka_unit_test(buffer_unmapped),
-		cmocka_unit_test(buffer_partly_mapped),
-		cmocka_unit_test(buffer_addr_wraps),
-		cmocka_unit_test(chain_len_overflows),
-		cmocka_unit_test(zero_len),
-		cmocka_unit_test(zero_len_in_table),
-		cmocka_unit_test(iov_too_small),
-		cmocka_unit_test(not_available),
-		cmocka_unit_test(overrun_between_flushes),
-		cmocka_unit_test(overrun_while_held),
-		cmocka_unit_test(full_laps_with_flushes),
-	};
+	struct CMUnitTest tests[sizeof(bad) / sizeof(bad[0]) + 6];
+	unsigned n = bad_ring_tests(tests, bad, sizeof(bad) / sizeof(bad[0]));
 
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(chain_of_queue_size);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(indirect_over_two_pieces);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(not_available);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(overrun_between_flushes);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(overrun_while_held);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(full_laps_with_flushes);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
