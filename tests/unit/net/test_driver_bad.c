@@ -208,6 +208,8 @@ struct bad_case {
 	enum fault fault;
 	uint64_t features;
 	int want;
+	enum uvn_rx_mode rx_mode;    /* asked for, unless UVN_RX_AUTO */
+	enum uvn_ring_layout ring;   /* asked for, unless UVN_RING_SPLIT */
 };
 
 static const struct bad_case bad_cases[] = {
@@ -227,9 +229,10 @@ static const struct bad_case bad_cases[] = {
 	{ "no_version_1", 0, FAULT_NONE, F(VIRTIO_NET_F_MRG_RXBUF) | F(VHOST_USER_F_PROTOCOL_FEATURES),
 	  -ENOTSUP },
 	{ "mergeable_not_offered", 0, FAULT_NONE, F(VIRTIO_F_VERSION_1) | F(VHOST_USER_F_PROTOCOL_FEATURES),
-	  -ENOTSUP },
+	  -ENOTSUP, .rx_mode = UVN_RX_MERGEABLE },
 	{ "packed_not_offered", 0, FAULT_NONE,
-	  F(VIRTIO_F_VERSION_1) | F(VIRTIO_NET_F_MRG_RXBUF) | F(VHOST_USER_F_PROTOCOL_FEATURES), -ENOTSUP },
+	  F(VIRTIO_F_VERSION_1) | F(VIRTIO_NET_F_MRG_RXBUF) | F(VHOST_USER_F_PROTOCOL_FEATURES), -ENOTSUP,
+	  .ring = UVN_RING_PACKED },
 };
 
 static void run_bad(void **state)
@@ -245,10 +248,10 @@ static void run_bad(void **state)
 	cfg.path = s->path;
 	cfg.timeout_ms = 300;
 	cfg.poll = true;
-	if (!strcmp(bc->name, "mergeable_not_offered"))
-		cfg.rx_mode = UVN_RX_MERGEABLE;
-	if (!strcmp(bc->name, "packed_not_offered"))
-		cfg.ring = UVN_RING_PACKED;
+	if (bc->rx_mode != UVN_RX_AUTO)
+		cfg.rx_mode = bc->rx_mode;
+	if (bc->ring != UVN_RING_SPLIT)
+		cfg.ring = bc->ring;
 	assert_int_equal(uvn_drv_open(&cfg, &d), bc->want);
 	assert_null(d);
 	/* Never longer than the timeout (plus the connection): no hang. */
