@@ -254,3 +254,72 @@ void uvn_packed_dev_disable_notify(struct uvn_vq_dev *vq)
 {
 	set_event_flags(vq, VRING_PACKED_EVENT_FLAG_DISABLE);
 }
+
+/*
+ * Can a device start at its avail position, nothing held (used position
+ * the same), in the ring as it is? Called when a ring is set up from a
+ * frontend's base, because one frontend cannot know where a packed ring
+ * is: QEMU keeps, for a packed ring, the position of its last start when
+ * its backend dies (virtio_queue_packed_restore_last_avail_idx() does
+ * nothing: "We don't have a reference like avail idx in shared memory")
+ * and sends that again to the restarted backend. Nor can the backend find
+ * the position from the ring: a used element and a chain's skipped slots,
+ * or an IN_ORDER batch, look the same as elements and chains of other
+ * shapes, and which chains the driver has taken back leaves no trace (see
+ * the commit that added this). What can be told is when a base cannot be
+ * right:
+ *  - going on from the base, the chains available in this lap, then only
+ *    slots of the lap before: any slot of this lap further on (a used
+ *    element, or a chain beyond the driver's avail position) means the
+ *    ring has moved on since that base. No right base fails this, whatever
+ *    the chains' shapes; a chain the driver is writing (tails first, its
+ *    head last) is let through;
+ *  - the base of a fresh ring (@fresh: position 0, wrap counter 1 for both
+ *    halves, what QEMU sends at a start and after its backend died): a
+ *    slot of the lap before that is not a used element (nor never written)
+ *    may be a chain the driver still waits for, the ring being a lap or
+ *    more past that base. A fresh ring has no such slot, nor has a ring
+ *    that came back to position 0 with every chain done, unless chains
+ *    of several descriptors or IN_ORDER batches left skipped slots: then
+ *    the queue is refused, the position being unknowable.
+ * A queue held with chains in flight (avail and used halves apart) comes
+ * from a device that stopped cleanly: taken as it is.
+ * Declared in lib/vhost_user/ring_msgs.c, its one caller.
+ * @return NULL, or why not (the queue is then broken: UVN_VQ_E_AVAIL_IDX)
+ */
+const char *uvn_packed_dev_check_base(struct uvn_vq_dev *vq, bool fresh);
+const char *uvn_packed_dev_check_base(struct uvn_vq_dev *vq, bool fresh)
+{
+	uint16_t pos = vq->pk.last_avail, num = vq->num;
+	bool lap = vq->pk.avail_wrap, tails = false;
+	const char *why = NULL;
+	unsigned i = 0;
+
+	if (pos != vq->pk.used_pos || lap != vq->pk.used_wrap)
+		return NULL;
+	for (; i < num && is_avail(uvn_load_acquire16(&vq->pk.desc[pos].flags), lap); i++)
+		uvn_ring_advance(&pos, &lap, num);
+	for (unsigned first = i; i < num && !why; i++) {
+		uint16_t f = uvn_load_acquire16(&vq->pk.desc[pos].flags);
+
+		if (!!(f & F_AVAIL) == lap) {
+			/* This lap's: past the chains available, only a chain
+			 * being written right behind its unwritten head. */
+			tails = (i == first + 1 || tails) && is_avail(f, lap);
+			if (!tails)
+				why = f & F_USED ? "used elements of this lap lie beyond the base"
+						 : "chains of this lap lie beyond the driver's avail position";
+			else if (!(f & VRING_DESC_F_NEXT))
+				tails = false; /* its last one */
+		} else {
+			tails = false;
+			if (fresh && !(f & F_USED) != !(f & F_AVAIL))
+				why = "a slot of the lap before is not a used element: the ring "
+				      "has run, its position is unknown";
+		}
+		uvn_ring_advance(&pos, &lap, num);
+	}
+	if (why)
+		uvn_vq_dev_fail(vq, UVN_VQ_E_AVAIL_IDX);
+	return why;
+}

@@ -22,6 +22,13 @@
 
 #define VIRTIO_ONLY(f) ((f) & ~((1ull << VHOST_USER_F_PROTOCOL_FEATURES) | (1ull << VHOST_F_LOG_ALL)))
 
+/* A packed ring's base as QEMU sends it for a fresh ring, and again after
+ * its backend died: position 0, wrap counter 1, in both halves. */
+#define PACKED_BASE_FRESH 0x80008000u
+
+/* lib/ring/packed_dev.c: could the device start at its base in the ring as it is? */
+const char *uvn_packed_dev_check_base(struct uvn_vq_dev *vq, bool fresh);
+
 static bool num_ok(bool packed, unsigned num)
 {
 	return num >= 1 && num <= UVN_VQ_MAX_SIZE && (packed || !(num & (num - 1)));
@@ -107,6 +114,27 @@ int vu_queue_translate(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
 	return 0;
 }
 
+/*
+ * A packed ring whose base cannot be right (uvn_packed_dev_check_base()):
+ * typically QEMU after we were restarted, which sends the position of its
+ * last start again. Chains taken from a wrong position are completed at
+ * the wrong place (a hung queue) or are stale (rx data written into a
+ * buffer the guest freed), so the ring is set up broken instead: counted
+ * here and in the ring's err_avail_idx, shown by `show queues` once the
+ * queue is served, the port's other queues and the other ports untouched.
+ */
+static void check_packed_base(struct uvn_vu_backend *b, struct uvn_vu_queue *q, uint32_t base)
+{
+	const char *why = uvn_packed_dev_check_base(q->dev, base == PACKED_BASE_FRESH);
+
+	if (!why)
+		return;
+	b->st.err_ring++;
+	vu_log(b, UVN_LOG_WARN, "ring %u: packed ring not at its base 0x%x: %s; the queue is "
+	       "broken (after a backend restart QEMU cannot say where a packed ring is)", q->idx,
+	       base, why);
+}
+
 static int create_dev(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
 {
 	struct uvn_vq_dev_cfg cfg = {
@@ -153,6 +181,8 @@ static int create_dev(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
 		q->dev = NULL;
 		return vu_queue_error(b, q, &b->st.err_ring, "ring %u: cannot set up the ring", q->idx);
 	}
+	if (vu_packed(b))
+		check_packed_base(b, q, base);
 	/* A restarted backend resumes from the in-flight region, if shared. */
 	if (vu_inflight_attach(b, q)) {
 		uvn_vq_dev_destroy(q->dev);

@@ -11,6 +11,10 @@
 #   testpmd_client DPDK virtio-user client, uvnetd listening; DPDK's
 #                  client never reconnects, so testpmd plugs the port in
 #                  again (detach, attach) once the new uvnetd runs
+#   qemu_packed    a guest with packed rings (QEMU server), which uvnetd
+#                  cannot resume: its rings are refused, broken and counted
+#                  (show queues, the totals), and a testpmd port beside it
+#                  still works (see qemu_packed_role)
 # Guest roles: the guest pings a TAP address in a private netns through
 # uvnetd (switch) every 50 ms; uvnetd dies mid-stream and is down for
 # --down seconds. Asserted: the stream resumes; the replies missing lie
@@ -223,6 +227,82 @@ qemu_role() {
 		test "${RESUME_MS[$role]}" -le "$limit"
 }
 
+# qemu_packed: what uvnetd can do for a guest with packed rings, which it
+# cannot resume. QEMU (7.2, and to this day) keeps a packed ring's position
+# of its last start when its backend dies and sends that again
+# (virtio_queue_packed_restore_last_avail_idx() does nothing), and the ring
+# itself does not tell where it is: the restarted uvnetd must refuse the
+# guest's rings, clean and counted, and serve its other ports. A second
+# port, testpmd's virtio-user (split, rxonly, server=1), is plugged in all
+# along; after the restart broadcasts from the TAP's namespace reach it
+# through uvnetd.
+# 20 UDP broadcasts to argv[1] (no ping on the host)
+BCAST='import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+for _ in range(20):
+    s.sendto(bytes(64), (sys.argv[1], 9)); time.sleep(0.01)'
+guest_queues() {   # guest_queues CTL PORT: "dir broken err_avail_idx reason" per queue
+	"$UVNETD" ctl "$1" show queues --json | python3 -c 'import json, sys
+for q in json.load(sys.stdin)["queues"]:
+    if q["port"] == sys.argv[1]:
+        e = sum(v for k, v in q["ring"].items() if "avail_idx" in k)
+        print(q["dir"], int(q["broken"]), e, q.get("reason", "-").replace(" ", "_"))' "$2"
+}
+guest_refused() {
+	local out
+	out=$(guest_queues "$1" "$2" 2>/dev/null) && [[ -n "$out" ]] && awk '$2 != 1 || $3 < 1 { bad = 1 } END { exit bad }' <<<"$out"
+}
+qemu_packed_role() {
+	local role=qemu_packed sock=$UVN_RUN/qemu_packed.sock tpsock=$UVN_RUN/qemu_packed_tp.sock
+	local CTL=$UVN_RUN/ctl-qemu_packed.sock count=$((RATE * 16)) port
+	local -a gargs=(--sock "$sock" --ip 198.18.3.2/24 --env PEER=198.18.3.1 --env COUNT=$count
+		--env INTERVAL=$INTERVAL --script "$HERE/guest/ping_stream.sh" --timeout 240 "${gopts[@]}"
+		--packed on)
+	port=vhost-user:$sock
+	uvn_log "=== $role: packed rings, uvnetd SIGKILLed and restarted after ${down}s; a testpmd port beside"
+	SW_ARGS=(--port "vhost-user:$sock,queues=$queues,client" --port "tap:$TAP"
+		--port "vhost-user:$tpsock,client" --ctl "$CTL" "${uopts[@]}")
+	guest_start --server "${gargs[@]}"
+	sw_start
+	testpmd_start tp --virtio-user "$tpsock,server=1" --fwd rxonly --lcores 0@0,1@1 --start
+	local con
+	con=$(guest_dir)/console.log
+	con_open "$con"
+	con_wait_seq $((RATE * 2)) 120 || uvn_die "$role: the ping stream did not start (see $con)"
+	sw_kill9
+	uvn_sleep "$down"
+	sw_start
+	# The other port: broadcasts from the namespace reach testpmd (and
+	# are flooded to the guest's rx ring too, which marks it broken).
+	local r0 r1 deadline=$((SECONDS + 20))
+	r0=$(testpmd_stat tp 0 rx_packets)
+	while r1=$(testpmd_stat tp 0 rx_packets); ((r1 < r0 + 5)); do
+		((SECONDS < deadline)) || uvn_die "$role: testpmd's port got no frames after the restart ($r0 -> $r1)"
+		sw_check
+		netns_exec "$NS" python3 -c "$BCAST" 198.18.3.255 || true
+	done
+	# Every ring of the guest refused: broken once served, each counted.
+	if ! uvn_wait_for 30 "the guest's packed rings refused" guest_refused "$CTL" "$port"; then
+		guest_queues "$CTL" "$port" >&2 || true
+		uvn_die "$role: the guest's rings are not all refused and counted"
+	fi
+	uvn_log "$role: guest queues (dir broken err_avail_idx reason): $(guest_queues "$CTL" "$port" | tr '\n' ';')"
+	uvn_assert_eq "$role: rings refused in uvnetd's log" \
+		"$(grep -c 'packed ring not at its base' "$UVN_LOG_DIR/uvnetd-$((SW_N - 1)).log")" $((2 * queues))
+	uvn_log "$role: testpmd's port after the restart: $((r1 - r0)) frames"
+	uvn_release_fd "$CON_FD"
+	guest_stop
+	testpmd_stop tp
+	local log=$UVN_LOG_DIR/uvnetd-$((SW_N - 1)).log final
+	uvn_alive "$SW_PID" || uvn_die "uvnetd (pid $SW_PID) died: $(tail -n 5 "$log")"
+	uvn_kill "$SW_PID" 5
+	SW_PID=
+	final=$(grep '"final":true' "$log" | tail -n 1) || uvn_die "$role: uvnetd printed no final totals"
+	uvn_check "$role: the refused rings are errors in uvnetd's totals" \
+		test "$(grep -o '"errors":[0-9]*' <<<"$final" | awk -F: '{ s += $2 } END { print s + 0 }')" -ge 1
+}
+
 # --------------------------------------------------------------- testpmd
 tp_rx() { testpmd_stat tp 0 rx_packets; }
 # ring_counts CTL: "dir bufs used" per queue of the running uvnetd
@@ -325,7 +405,7 @@ testpmd_role() {
 
 for r in "${roles[@]}"; do
 	case $r in
-	qemu_server | qemu_client)
+	qemu_server | qemu_client | qemu_packed)
 		if [[ -z "${NS:-}" ]]; then
 			guest_prepare
 			netns_create NS tap
@@ -333,7 +413,12 @@ for r in "${roles[@]}"; do
 			netns_tap "$NS" "$TAP"
 			netns_addr "$NS" "$TAP" 198.18.3.1/24
 		fi
-		qemu_role "${r#qemu_}"
+		if [[ $r == qemu_packed ]]; then
+			testpmd_prepare
+			qemu_packed_role
+		else
+			qemu_role "${r#qemu_}"
+		fi
 		;;
 	testpmd_server | testpmd_client)
 		testpmd_prepare
@@ -345,4 +430,8 @@ for r in "${roles[@]}"; do
 	*) uvn_die "unknown role $r" ;;
 	esac
 done
-for r in "${roles[@]}"; do uvn_log "restart -> traffic, $r: ${RESUME_MS[$r]} ms"; done
+for r in "${roles[@]}"; do
+	if [[ -n "${RESUME_MS[$r]:-}" ]]; then
+		uvn_log "restart -> traffic, $r: ${RESUME_MS[$r]} ms"
+	fi
+done
