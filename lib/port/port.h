@@ -24,13 +24,14 @@ struct uvn_loop;
 
 /* Per-port counters, summed over queues. */
 struct uvn_port_stats {
-	uint64_t rx_packets, rx_bytes;   /* frames in from the port */
+	uint64_t rx_packets, rx_bytes;   /* frames in from the port (over its MTU too) */
 	uint64_t tx_packets, tx_bytes;   /* frames out to the port */
 	uint64_t drops;                  /* frames lost at this port (no room, too big, no descriptor) */
 	uint64_t errors;                 /* peer violations (bad headers, broken rings, bad messages) */
 	uint64_t kicks;                  /* notifications received from the peer */
 	uint64_t calls;                  /* notifications sent to the peer */
 	uint64_t calls_suppressed;       /* notifications the peer's event suppression spared */
+	uint64_t mtu_drops;              /* frames over the port's mtu=, either way (also in drops) */
 };
 
 extern const struct uvn_stat_desc uvn_port_stats_desc[];
@@ -173,9 +174,41 @@ int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, const struct uvn
 /* Change the zero-copy mode of every queue of a vhost-user port (idle queues only). */
 void uvn_port_vhost_set_zerocopy(struct uvn_port *p, int mode);
 
+/*
+ * A TAP device (created if it does not exist, brought up), one queue
+ * (IFF_MULTI_QUEUE) to start with and one per sender after set_senders,
+ * up to UVN_PORT_MAX_QUEUES: each data-path thread then reads and writes
+ * a queue of its own. Queue 0 reads into @small and @big (@big NULL: no
+ * GSO frames from the kernel), the others into packets of their own like
+ * them (their sizes and, at most, their counts). @loop (may be NULL) gets
+ * the timer that has the queues given out again once there are more.
+ */
 int uvn_port_tap_create(const char *ifname, struct uvn_loop *loop, struct uvn_pkt_pool *small,
 			struct uvn_pkt_pool *big, struct uvn_port **out);
-/* The TAP's fd, for the daemon's event loop. */
+/* The same with packets of its own for queue 0 too (what uvn_port_create
+ * makes): pools are single-threaded, and the TAP ports of a daemon are
+ * polled by different threads. */
+int uvn_port_tap_create_own(const char *ifname, struct uvn_loop *loop, struct uvn_pkt_pool *small,
+			    struct uvn_pkt_pool *big, struct uvn_port **out);
+/* Queue 0's fd. */
 int uvn_port_tap_fd(const struct uvn_port *p);
+/* Set the TAP device's MTU (SIOCSIFMTU). @return 0 or -errno, logged */
+int uvn_port_tap_set_mtu(struct uvn_port *p, uint32_t mtu);
+
+/*
+ * The MTU on the data path (mtu.c). A frame fits @mtu when its L3 bytes do:
+ * its length less the Ethernet header (18 bytes when it carries a VLAN
+ * tag); a GSO frame when each of its segments does (its L3 and L4 headers
+ * plus gso_size).
+ */
+bool uvn_port_mtu_fits(const struct uvn_pkt *p, uint32_t mtu);
+/* Keep the frames of @pkts that fit, in order; free the others and add
+ * them to *@dropped (uvn_stat_add: the caller's thread owns it).
+ * @return frames kept */
+unsigned uvn_port_mtu_filter(uint32_t mtu, struct uvn_pkt **pkts, unsigned n, uint64_t *dropped);
+/* The same for frames that stay the caller's: those that fit into @out,
+ * nothing freed. @return frames in @out */
+unsigned uvn_port_mtu_select(uint32_t mtu, struct uvn_pkt *const *pkts, unsigned n,
+			     struct uvn_pkt **out, uint64_t *dropped);
 
 #endif

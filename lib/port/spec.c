@@ -14,7 +14,7 @@
 #define S(f) UVN_STAT(struct uvn_port_stats, f)
 const struct uvn_stat_desc uvn_port_stats_desc[] = {
 	S(rx_packets), S(rx_bytes), S(tx_packets), S(tx_bytes), S(drops), S(errors),
-	S(kicks), S(calls), S(calls_suppressed),
+	S(kicks), S(calls), S(calls_suppressed), S(mtu_drops),
 	{ NULL, 0 },
 };
 
@@ -276,12 +276,15 @@ static int create(char *buf, const struct uvn_port_env *env, struct uvn_port **o
 	if (ps.vhost)
 		r = uvn_port_vhost_create(&ps.cfg, env, out);
 	else
-		r = uvn_port_tap_create(ps.ifname, env->loop, env->small, env->big, out);
+		r = uvn_port_tap_create_own(ps.ifname, env->loop, env->small, env->big, out);
 	if (r)
 		return r;
 	(*out)->conf = ps.c.conf;
 	set_name((*out)->name, sizeof((*out)->name), ps.c.name ? ps.c.name : ps.dflt);
-	r = own_socket(&ps, env, (*out)->name);
+	if (ps.vhost)
+		r = own_socket(&ps, env, (*out)->name);
+	else if (ps.c.conf.mtu)
+		r = uvn_port_tap_set_mtu(*out, ps.c.conf.mtu);
 	if (r) {
 		(*out)->ops->destroy(*out);
 		*out = NULL;

@@ -174,6 +174,7 @@ static void queue_stop(struct vhost_port *v, struct vq_slot *s, bool guest_tx)
 	ctrl_unwatch(v, s);
 	uvn_vhost_add_q(&v->gone, s, guest_tx);
 	memset(&s->nq.st, 0, sizeof(s->nq.st));
+	s->mtu_drops = 0;
 	s->vu = NULL;
 	s->nq.vq = NULL;
 }
@@ -307,6 +308,10 @@ static const struct uvn_vu_device_ops device_ops = {
 
 /* ----------------------------------------------------------- connection */
 
+/* VIRTIO_NET_F_MTU is offered with or without mtu=: QEMU passes it to the
+ * guest only with host_mtu=N, and without mtu= the port has no MTU to
+ * hold that to (it has always been offered). With mtu= the backend offers
+ * NET_MTU too and holds QEMU's host_mtu to the port's. */
 static uint64_t offered_features(const struct uvn_vhost_port_cfg *cfg)
 {
 	uint64_t f = 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_NET_F_MRG_RXBUF |
@@ -476,6 +481,8 @@ static int attach(struct vhost_port *v, int fd)
 	struct uvn_vu_backend_cfg bc = {
 		.features = offered_features(&v->cfg),
 		.queue_num = 2 * v->cfg.queues + (v->cfg.queues > 1),
+		/* mtu=: QEMU's host_mtu (what the guest is told) up to it */
+		.mtu = v->base.conf.mtu,
 		.ops = &device_ops,
 		.ctx = v,
 		.name = v->base.name,

@@ -14,6 +14,9 @@
 #include "util/json.h"
 #include "util/sys.h"
 
+/* Frames checked against the MTU at a time on their way to the guest. */
+#define MTU_BURST 32
+
 /* RARP (RFC 903) as QEMU and DPDK announce a migrated guest: broadcast
  * from its MAC, op 3 (request reverse), sender = target = its MAC, no
  * protocol addresses; a minimum-size frame. */
@@ -66,6 +69,8 @@ static unsigned vhost_rx(struct uvn_port *port, unsigned q, struct uvn_pkt **pkt
 			 atomic_load_explicit(&v->rarp_pending, memory_order_relaxed)))
 		got = take_rarp(v, s, pkts);
 	got += uvn_netdev_tx(&s->nq, s->small, s->big, pkts + got, n - got);
+	if (port->conf.mtu)
+		got = uvn_port_mtu_filter(port->conf.mtu, pkts, got, &s->mtu_drops);
 	for (unsigned i = 0; i < got; i++) {
 		pkts[i]->port = port->id;
 		pkts[i]->queue = (uint16_t)q;
@@ -81,6 +86,25 @@ static unsigned vhost_nqueues(struct uvn_port *port)
 	while (n < v->pairs_on && v->rx[n].vu && v->tx[n].vu)
 		n++;
 	return n;
+}
+
+/* Into the guest's RX ring @s, the frames that fit @mtu; the others are
+ * counted (@s is ours: its sender's, or locked). */
+static unsigned tx_fitting(struct vq_slot *s, uint32_t mtu, struct uvn_pkt *const *pkts,
+			   unsigned n)
+{
+	struct uvn_pkt *fit[MTU_BURST];
+	unsigned sent = 0;
+
+	while (n) {
+		unsigned c = n < MTU_BURST ? n : MTU_BURST,
+			 k = uvn_port_mtu_select(mtu, pkts, c, fit, &s->mtu_drops);
+
+		sent += k ? uvn_netdev_rx(&s->nq, fit, k) : 0;
+		pkts += c;
+		n -= c;
+	}
+	return sent;
 }
 
 static unsigned vhost_tx(struct uvn_port *port, unsigned sender, struct uvn_pkt *const *pkts,
@@ -100,7 +124,10 @@ static unsigned vhost_tx(struct uvn_port *port, unsigned sender, struct uvn_pkt 
 	if (shared)
 		while (atomic_flag_test_and_set_explicit(&s->lock, memory_order_acquire))
 			uvn_cpu_relax();
-	sent = uvn_netdev_rx(&s->nq, pkts, n);
+	if (port->conf.mtu)
+		sent = tx_fitting(s, port->conf.mtu, pkts, n);
+	else
+		sent = uvn_netdev_rx(&s->nq, pkts, n);
 	if (shared)
 		atomic_flag_clear_explicit(&s->lock, memory_order_release);
 	return sent;
@@ -175,6 +202,8 @@ void uvn_vhost_add_q(struct uvn_port_stats *st, const struct vq_slot *s, bool gu
 	st->errors += q->err_short + q->err_hdr + q->err_toolong + q->err_format + q->err_ring +
 		      q->ctrl_err;
 	st->calls += q->notify;
+	st->mtu_drops += uvn_stat_read(&s->mtu_drops);
+	st->drops += uvn_stat_read(&s->mtu_drops);
 	if (r)
 		st->calls_suppressed += uvn_stat_read(&r->notify_suppressed);
 }

@@ -26,6 +26,9 @@ struct vq_slot {
 	struct uvn_pkt_pool *small, *big, *ext;
 	/* guest RX: taken by a sender when the port has fewer queues than senders */
 	atomic_flag lock;
+	/* frames over the port's mtu=, dropped: written by the queue's one
+	 * poller (guest TX) or by its sender, under the lock when shared */
+	uint64_t mtu_drops;
 	struct uvn_handler kick_h;  /* control queue only: its kicks */
 };
 

@@ -38,7 +38,7 @@ const struct uvn_stat_desc uvn_vu_stats_desc[] = {
 	STAT(msgs), STAT(replies), STAT(err_io), STAT(err_header), STAT(err_size),
 	STAT(err_fds), STAT(err_fd_type), STAT(err_unknown), STAT(err_order), STAT(err_index),
 	STAT(err_feature), STAT(err_mem), STAT(err_ring), STAT(err_log), STAT(err_mem_gone),
-	STAT(err_inflight), STAT(queues_broken), STAT(fds_unused), STAT(mem_changes), { NULL, 0 },
+	STAT(err_inflight), STAT(err_mtu), STAT(queues_broken), STAT(fds_unused), STAT(mem_changes), { NULL, 0 },
 };
 
 /* ------------------------------------------------------------------ errors */
@@ -223,6 +223,9 @@ int uvn_vu_backend_create(int conn_fd, const struct uvn_vu_backend_cfg *cfg,
 	dflt = DEFAULT_PROTOCOL_FEATURES;
 	if (cfg->ops->send_rarp)
 		dflt |= 1ull << VHOST_USER_PROTOCOL_F_RARP;
+	if (cfg->mtu)
+		dflt |= 1ull << VHOST_USER_PROTOCOL_F_NET_MTU;
+	b->mtu_max = cfg->mtu;
 	b->proto_offered = cfg->protocol_features ? cfg->protocol_features & dflt : dflt;
 	b->offered = offered_features(cfg, b->proto_offered);
 	b->log.fd = -1;
@@ -310,6 +313,11 @@ uint64_t uvn_vu_backend_protocol_features(const struct uvn_vu_backend *b)
 const struct uvn_vu_stats *uvn_vu_backend_stats(const struct uvn_vu_backend *b)
 {
 	return &b->st;
+}
+
+uint32_t uvn_vu_backend_mtu(const struct uvn_vu_backend *b)
+{
+	return b->mtu;
 }
 
 const char *uvn_vu_backend_name(const struct uvn_vu_backend *b)

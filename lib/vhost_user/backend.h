@@ -83,7 +83,13 @@ struct uvn_vu_backend_cfg {
 	uint64_t features;          /* virtio feature bits the device offers (the backend
 				     * adds PROTOCOL_FEATURES and LOG_ALL) */
 	uint64_t protocol_features; /* 0 = MQ, LOG_SHMFD, REPLY_ACK, CONFIGURE_MEM_SLOTS, STATUS,
-				     * INFLIGHT_SHMFD, and RARP if ops->send_rarp */
+				     * INFLIGHT_SHMFD, RARP if ops->send_rarp, NET_MTU if mtu */
+	/* The largest MTU the device takes (VIRTIO_NET_F_MTU is the device's
+	 * to offer in @features): protocol feature NET_MTU is offered, and a
+	 * NET_SET_MTU from 68 up to this is accepted, a larger one refused
+	 * (counted in err_mtu; QEMU then does not start the device). 0: no
+	 * NET_MTU. */
+	uint32_t mtu;
 	unsigned queue_num;         /* virtqueues (2 per queue pair, +1 for a control
 				     * queue), 1..256 */
 	const struct uvn_vu_device_ops *ops;
@@ -109,6 +115,7 @@ struct uvn_vu_stats {
 	uint64_t err_log;       /* dirty log that cannot be used */
 	uint64_t err_mem_gone;  /* guest memory or log shrunk under us (SIGBUS caught) */
 	uint64_t err_inflight;  /* in-flight region unusable: bad description, fd or contents */
+	uint64_t err_mtu;       /* NET_SET_MTU values refused: over the device's MTU, or under 68 */
 	uint64_t queues_broken;
 	uint64_t fds_unused;    /* fds received and closed unused */
 	uint64_t mem_changes;   /* memory table updates applied */
@@ -162,6 +169,9 @@ uint64_t uvn_vu_backend_protocol_features(const struct uvn_vu_backend *b);
 
 /* @return the session's counters. */
 const struct uvn_vu_stats *uvn_vu_backend_stats(const struct uvn_vu_backend *b);
+
+/* @return the MTU the frontend set with NET_SET_MTU, 0 if none. */
+uint32_t uvn_vu_backend_mtu(const struct uvn_vu_backend *b);
 
 /* @return the session's name (for logs). */
 const char *uvn_vu_backend_name(const struct uvn_vu_backend *b);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Negotiation and session-wide requests: features, protocol features,
- * owner, queue count, status, the RARP after a migration, and the config
- * space we decline.
+ * owner, queue count, status, the MTU, the RARP after a migration, and the
+ * config space we decline.
  */
 #include <errno.h>
 #include <string.h>
@@ -177,5 +177,34 @@ int vu_h_SEND_RARP(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu
 	vu_log(b, UVN_LOG_INFO, "SEND_RARP %02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2],
 	       mac[3], mac[4], mac[5]);
 	b->ops->send_rarp(b->ctx, mac);
+	return 0;
+}
+
+/* The smallest MTU VIRTIO_NET_F_MTU allows (virtio spec, device-types/net). */
+#define MIN_MTU 68
+
+/*
+ * QEMU sends this when its virtio-net device has host_mtu=N and the guest
+ * took VIRTIO_NET_F_MTU, each time the device starts, before SET_FEATURES
+ * (so the offer, not the features set, is what says F_MTU). With
+ * REPLY_ACK it waits for our answer and, on a refusal, does not start the
+ * device: an MTU over the port's is a misconfiguration that should stop
+ * there, not become frames dropped one by one.
+ */
+int vu_h_NET_SET_MTU(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
+{
+	uint64_t mtu = m->p.u64;
+
+	(void)reply;
+	if (!vu_has(b->proto, VHOST_USER_PROTOCOL_F_NET_MTU))
+		return vu_req_error(b, &b->st.err_feature,
+				    "NET_SET_MTU without protocol feature NET_MTU");
+	if (mtu < MIN_MTU || mtu > b->mtu_max)
+		return vu_req_error(b, &b->st.err_mtu,
+				    "NET_SET_MTU %llu refused: the port takes an MTU of %u to %u"
+				    " (its mtu=; the frontend's host_mtu must not be larger)",
+				    (unsigned long long)mtu, MIN_MTU, b->mtu_max);
+	b->mtu = (uint32_t)mtu;
+	vu_log(b, UVN_LOG_INFO, "guest MTU %u (the port's: %u)", b->mtu, b->mtu_max);
 	return 0;
 }

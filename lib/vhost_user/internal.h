@@ -41,6 +41,8 @@ struct uvn_vu_backend {
 	uint64_t proto_offered;
 	uint64_t proto;         /* protocol features set */
 	uint8_t status;
+	uint32_t mtu_max;       /* NET_SET_MTU accepted up to this (cfg mtu) */
+	uint32_t mtu;           /* NET_SET_MTU accepted, 0: none */
 	bool owner;
 	bool dead;              /* a fatal error: the caller destroys the session */
 	struct uvn_mem *mem;    /* never NULL; empty until the first table */

@@ -20,7 +20,6 @@ static const struct uvn_vu_req_info reqs[VHOST_USER_REQUEST_MAX] = { UVN_VU_REQU
 /* Names of requests we do not speak, so the log says what was refused. */
 static const char *const other_names[] = {
 	[VHOST_USER_SEND_RARP] = "SEND_RARP",
-	[VHOST_USER_NET_SET_MTU] = "NET_SET_MTU",
 	[VHOST_USER_SET_BACKEND_REQ_FD] = "SET_BACKEND_REQ_FD",
 	[VHOST_USER_IOTLB_MSG] = "IOTLB_MSG",
 	[VHOST_USER_SET_VRING_ENDIAN] = "SET_VRING_ENDIAN",

@@ -214,8 +214,9 @@ enum uvn_vu_reply_rule {
 /*
  * X(NAME, size rule, size, fd rule, reply rule); the id is VHOST_USER_##NAME.
  * Requests not listed are refused (their features are never offered: IOTLB,
- * postcopy, in-band notifications, the backend channel, MTU,
- * RESET_DEVICE). GET/SET_CONFIG are listed only to be declined well.
+ * postcopy, in-band notifications, the backend channel, RESET_DEVICE).
+ * GET/SET_CONFIG are listed only to be declined well. NET_SET_MTU is a
+ * u64, the MTU the frontend gives the guest (protocol feature NET_MTU).
  * SEND_RARP (a u64 whose first 6 bytes are a MAC) is a back-end-only
  * request: backend.c checks and answers it outside this table.
  */
@@ -238,6 +239,7 @@ enum uvn_vu_reply_rule {
 	X(SET_PROTOCOL_FEATURES, UVN_VU_SZ_EXACT,  U64_SZ,    UVN_VU_FD_NONE,      UVN_VU_REPLY_ACK)    \
 	X(GET_QUEUE_NUM,         UVN_VU_SZ_EXACT,  0,         UVN_VU_FD_NONE,      UVN_VU_REPLY_U64)    \
 	X(SET_VRING_ENABLE,      UVN_VU_SZ_EXACT,  STATE_SZ,  UVN_VU_FD_NONE,      UVN_VU_REPLY_ACK)    \
+	X(NET_SET_MTU,           UVN_VU_SZ_EXACT,  U64_SZ,    UVN_VU_FD_NONE,      UVN_VU_REPLY_ACK)    \
 	X(GET_CONFIG,            UVN_VU_SZ_CONFIG, 0,         UVN_VU_FD_NONE,      UVN_VU_REPLY_CONFIG) \
 	X(SET_CONFIG,            UVN_VU_SZ_CONFIG, 0,         UVN_VU_FD_NONE,      UVN_VU_REPLY_ACK)    \
 	X(GET_MAX_MEM_SLOTS,     UVN_VU_SZ_EXACT,  0,         UVN_VU_FD_NONE,      UVN_VU_REPLY_U64)    \

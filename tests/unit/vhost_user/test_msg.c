@@ -106,7 +106,7 @@ static void test_rows(void **state)
 		m.hdr.flags = VHOST_USER_VERSION | (1u << 4);
 		assert_int_equal(uvn_vu_msg_check_request(&m, &got), -EPROTO);
 	}
-	assert_int_equal(rows, 27);
+	assert_int_equal(rows, 28);
 	assert_string_equal(uvn_vu_req_name(VHOST_USER_IOTLB_MSG), "IOTLB_MSG");
 	assert_string_equal(uvn_vu_req_name(9999), "UNKNOWN");
 	uvn_vu_msg_init(&m, 9999, VHOST_USER_VERSION, 0);
