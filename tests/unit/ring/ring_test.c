@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Helpers shared by the ring unit tests (see ring_test.h). */
 #include <endian.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -397,7 +398,7 @@ void check_pchain(const struct uvn_vq_chain *ch, uint16_t id, unsigned ndesc, un
 	check_chain(ch, id, nout, nin, out_len, in_len);
 }
 
-static void run_bad_ring(void **state)
+void run_bad_ring(void **state)
 {
 	const struct bad_ring *r = *state;
 	struct tq q;
@@ -408,12 +409,31 @@ static void run_bad_ring(void **state)
 	tq_teardown(&q);
 }
 
-unsigned bad_ring_tests(struct CMUnitTest *tests, const struct bad_ring *rows, unsigned n)
+int run_test_tables(const struct CMUnitTest *plain, unsigned nplain, const struct test_table *tables,
+	      unsigned ntables)
 {
-	for (unsigned i = 0; i < n; i++)
-		tests[i] = (struct CMUnitTest){ .name = rows[i].name, .test_func = run_bad_ring,
-						.initial_state = (void *)&rows[i] };
-	return n;
+	unsigned n = nplain;
+	struct CMUnitTest *all;
+	int r;
+
+	for (unsigned t = 0; t < ntables; t++)
+		n += tables[t].n;
+	all = calloc(n, sizeof(*all));
+	assert_non_null(all);
+	memcpy(all, plain, nplain * sizeof(*all));
+	n = nplain;
+	for (unsigned t = 0; t < ntables; t++) {
+		for (unsigned i = 0; i < tables[t].n; i++) {
+			const char *row = (const char *)tables[t].rows + i * tables[t].size;
+
+			all[n++] = (struct CMUnitTest){ .name = *(const char *const *)(const void *)row,
+							.test_func = tables[t].fn,
+							.initial_state = (void *)row };
+		}
+	}
+	r = _cmocka_run_group_tests("tests", all, n, NULL, NULL);
+	free(all);
+	return r;
 }
 
 uint64_t tbuf(struct tq *q, size_t len)

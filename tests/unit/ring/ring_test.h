@@ -181,8 +181,25 @@ struct bad_ring {
 #define BAD_RING(write, num, features, err, iov_max) \
 	{ #write, num, features, write, err, iov_max }
 
-/* One cmocka test per row into @tests. @return the rows added */
-unsigned bad_ring_tests(struct CMUnitTest *tests, const struct bad_ring *rows, unsigned n);
+void run_bad_ring(void **state);
+
+/*
+ * Tests as tables: each row of @rows (an array of structs whose first
+ * member is the test's name) is one cmocka test, @fn with the row as its
+ * state. run_test_tables() runs the plain tests, then every table's rows.
+ */
+struct test_table {
+	const void *rows;
+	size_t size;
+	unsigned n;
+	CMUnitTestFunction fn;
+};
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+#define TEST_TABLE(rows, fn) { rows, sizeof((rows)[0]), NELEM(rows), fn }
+
+int run_test_tables(const struct CMUnitTest *plain, unsigned nplain, const struct test_table *tables,
+	      unsigned ntables);
 
 /* A buffer in guest memory filled with a pattern. */
 uint64_t tbuf(struct tq *q, size_t len);
@@ -208,5 +225,15 @@ struct rt_opts {
 };
 
 void roundtrip(struct tq *q, const struct rt_opts *o);
+
+/* A round trip (roundtrip()) over a @num-entry queue, both halves. */
+struct rt_case {
+	const char *name;
+	unsigned num;
+	uint64_t features;
+	struct rt_opts o;
+};
+
+void run_roundtrip(void **state);
 
 #endif

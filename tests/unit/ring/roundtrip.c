@@ -258,3 +258,13 @@ void roundtrip(struct tq *q, const struct rt_opts *o)
 	test_free(t.free_slot);
 	test_free(t.recs);
 }
+
+void run_roundtrip(void **state)
+{
+	const struct rt_case *c = *state;
+	struct tq q;
+
+	tq_setup(&q, c->num, c->features, TQ_DRV | TQ_DEV);
+	roundtrip(&q, &c->o);
+	tq_teardown(&q);
+}

@@ -30,7 +30,7 @@ static void put_table(struct tq *q, uint64_t t, unsigned i, uint64_t addr, uint3
 /* ------------------------------------------------------- malformed rings */
 
 /* Each function taking a struct tq writes one malformed ring; the table at
- * the end says what the pop must fail with (bad_ring_tests()). */
+ * the end says what the pop must fail with (run_bad_ring()). */
 
 static void one_desc(struct tq *q, uint64_t addr, uint32_t len, uint16_t flags, uint16_t id)
 {
@@ -366,14 +366,15 @@ static const struct bad_ring bad[] = {
 
 int main(void)
 {
-	struct CMUnitTest tests[sizeof(bad) / sizeof(bad[0]) + 6];
-	unsigned n = bad_ring_tests(tests, bad, sizeof(bad) / sizeof(bad[0]));
+	static const struct CMUnitTest tests[] = {
+		cmocka_unit_test(chain_of_queue_size),
+		cmocka_unit_test(indirect_over_two_pieces),
+		cmocka_unit_test(not_available),
+		cmocka_unit_test(overrun_between_flushes),
+		cmocka_unit_test(overrun_while_held),
+		cmocka_unit_test(full_laps_with_flushes),
+	};
+	static const struct test_table tables[] = { TEST_TABLE(bad, run_bad_ring) };
 
-	tests[n++] = (struct CMUnitTest)cmocka_unit_test(chain_of_queue_size);
-	tests[n++] = (struct CMUnitTest)cmocka_unit_test(indirect_over_two_pieces);
-	tests[n++] = (struct CMUnitTest)cmocka_unit_test(not_available);
-	tests[n++] = (struct CMUnitTest)cmocka_unit_test(overrun_between_flushes);
-	tests[n++] = (struct CMUnitTest)cmocka_unit_test(overrun_while_held);
-	tests[n++] = (struct CMUnitTest)cmocka_unit_test(full_laps_with_flushes);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return run_test_tables(tests, NELEM(tests), tables, NELEM(tables));
 }

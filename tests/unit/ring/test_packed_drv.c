@@ -255,42 +255,35 @@ static void two_in_flight(struct tq *q)
 	uvn_vq_drv_kick_prepare(q->drv);
 }
 
-static void bad_used(uint16_t id, uint32_t len, int code)
+/* Two chains in flight, then one used descriptor at position 0. */
+struct bad_used {
+	const char *name;
+	uint16_t id;
+	uint32_t len;
+	int code; /* UVN_VQ_E_* */
+};
+
+static void run_bad_used(void **state)
 {
+	const struct bad_used *c = *state;
 	struct uvn_vq_done d[2];
 	struct tq q;
 
 	tq_setup(&q, 5, F_PACKED, TQ_DRV);
 	two_in_flight(&q);
-	used_put(&q, 0, id, len, true, true);
-	assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 2), -code);
-	expect_drv_broken(&q, code);
+	used_put(&q, 0, c->id, c->len, true, true);
+	assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 2), -c->code);
+	expect_drv_broken(&q, c->code);
 	tq_teardown(&q);
 }
 
-static void used_id_out_of_range(void **state)
-{
-	(void)state;
-	bad_used(5, 0, UVN_VQ_E_USED_ID);
-}
-
-static void used_id_not_in_flight(void **state)
-{
-	(void)state;
-	bad_used(3, 0, UVN_VQ_E_USED_ID);
-}
-
-static void used_len_too_long(void **state)
-{
-	(void)state;
-	bad_used(0, 21, UVN_VQ_E_USED_LEN);
-}
-
-static void used_len_on_readable(void **state)
-{
-	(void)state;
-	bad_used(1, 1, UVN_VQ_E_USED_LEN);
-}
+/* Used entries a device may not write: the error each must give. */
+static const struct bad_used bad_used[] = {
+	{ "used_id_out_of_range", 5, 0, UVN_VQ_E_USED_ID },
+	{ "used_id_not_in_flight", 3, 0, UVN_VQ_E_USED_ID },
+	{ "used_len_too_long", 0, 21, UVN_VQ_E_USED_LEN },
+	{ "used_len_on_readable", 1, 1, UVN_VQ_E_USED_LEN },
+};
 
 /* Without WRITE a used descriptor's length is reserved: ignored, 0 written. */
 static void used_len_without_write(void **state)
@@ -661,78 +654,34 @@ static void in_order_batch(void **state)
 
 /* ------------------------------------------------------------ round trips */
 
-static void rt(unsigned num, uint64_t features, const struct rt_opts *o)
-{
-	struct tq q;
-
-	tq_setup(&q, num, F_PACKED | features, TQ_DRV | TQ_DEV);
-	roundtrip(&q, o);
-	tq_teardown(&q);
-}
-
-static void roundtrip_size_1(void **state)
-{
-	(void)state;
-	rt(1, 0, &(struct rt_opts){ .chains = 5000, .max_segs = 1, .seed = 11 });
-}
-
-static void roundtrip_size_3(void **state)
-{
-	(void)state;
-	rt(3, F_INDIRECT, &(struct rt_opts){ .chains = 30000, .max_segs = 3, .shuffle = true,
-					     .unpop = true, .seed = 12 });
-}
-
-static void roundtrip_size_255(void **state)
-{
-	(void)state;
-	rt(255, F_INDIRECT | F_EVENT_IDX,
-	   &(struct rt_opts){ .chains = 50000, .max_segs = 6, .shuffle = true, .seed = 13 });
-}
-
-static void roundtrip_size_256(void **state)
-{
-	(void)state;
-	rt(256, 0, &(struct rt_opts){ .chains = 30000, .max_segs = 6, .shuffle = true,
-				      .unpop = true, .seed = 14 });
-}
-
-static void roundtrip_size_32768(void **state)
-{
-	(void)state;
-	rt(32768, F_INDIRECT,
-	   &(struct rt_opts){ .chains = 80000, .max_segs = 3, .shuffle = true, .seed = 15 });
-}
-
-/* IN_ORDER on an odd size past 65536 buffers: the order of ids in flight
- * must survive the u16 wrap of the buffer count. */
-static void roundtrip_in_order(void **state)
-{
-	(void)state;
-	rt(3, F_IN_ORDER, &(struct rt_opts){ .chains = 70000, .max_segs = 1, .unpop = true,
-					     .seed = 16 });
-}
-
-static void roundtrip_in_order_batch(void **state)
-{
-	(void)state;
-	rt(7, F_IN_ORDER | F_INDIRECT | F_EVENT_IDX,
-	   &(struct rt_opts){ .chains = 70000, .max_segs = 3, .batch = true, .seed = 17 });
-}
+/* Queue sizes, features and chain shapes: see roundtrip(). */
+static const struct rt_case roundtrips[] = {
+	{ "roundtrip_size_1", 1, F_PACKED, { .chains = 5000, .max_segs = 1, .seed = 11 } },
+	{ "roundtrip_size_3", 3, F_PACKED | F_INDIRECT,
+	  { .chains = 30000, .max_segs = 3, .shuffle = true, .unpop = true, .seed = 12 } },
+	{ "roundtrip_size_255", 255, F_PACKED | F_INDIRECT | F_EVENT_IDX,
+	  { .chains = 50000, .max_segs = 6, .shuffle = true, .seed = 13 } },
+	{ "roundtrip_size_256", 256, F_PACKED,
+	  { .chains = 30000, .max_segs = 6, .shuffle = true, .unpop = true, .seed = 14 } },
+	{ "roundtrip_size_32768", 32768, F_PACKED | F_INDIRECT,
+	  { .chains = 80000, .max_segs = 3, .shuffle = true, .seed = 15 } },
+	/* IN_ORDER on an odd size past 65536 buffers: the order of ids in flight
+	 * must survive the u16 wrap of the buffer count. */
+	{ "roundtrip_in_order", 3, F_PACKED | F_IN_ORDER,
+	  { .chains = 70000, .max_segs = 1, .unpop = true, .seed = 16 } },
+	{ "roundtrip_in_order_batch", 7, F_PACKED | F_IN_ORDER | F_INDIRECT | F_EVENT_IDX,
+	  { .chains = 70000, .max_segs = 3, .batch = true, .seed = 17 } },
+};
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	static const struct CMUnitTest tests[] = {
 		cmocka_unit_test(direct_layout),
 		cmocka_unit_test(indirect_layout),
 		cmocka_unit_test(wrap_flags),
 		cmocka_unit_test(add_rejects),
 		cmocka_unit_test(kick_flags),
 		cmocka_unit_test(kick_desc_event),
-		cmocka_unit_test(used_id_out_of_range),
-		cmocka_unit_test(used_id_not_in_flight),
-		cmocka_unit_test(used_len_too_long),
-		cmocka_unit_test(used_len_on_readable),
 		cmocka_unit_test(used_len_without_write),
 		cmocka_unit_test(used_twice),
 		cmocka_unit_test(used_unpublished),
@@ -747,14 +696,11 @@ int main(void)
 		cmocka_unit_test(detach_unused_plain),
 		cmocka_unit_test(detach_unused_in_order),
 		cmocka_unit_test(in_order_batch),
-		cmocka_unit_test(roundtrip_size_1),
-		cmocka_unit_test(roundtrip_size_3),
-		cmocka_unit_test(roundtrip_size_255),
-		cmocka_unit_test(roundtrip_size_256),
-		cmocka_unit_test(roundtrip_size_32768),
-		cmocka_unit_test(roundtrip_in_order),
-		cmocka_unit_test(roundtrip_in_order_batch),
+	};
+	static const struct test_table tables[] = {
+		TEST_TABLE(bad_used, run_bad_used),
+		TEST_TABLE(roundtrips, run_roundtrip),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return run_test_tables(tests, NELEM(tests), tables, NELEM(tables));
 }

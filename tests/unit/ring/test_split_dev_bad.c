@@ -17,7 +17,7 @@
 /* ------------------------------------------------------- malformed rings */
 
 /* Each function taking a struct tq writes one malformed ring; the table at
- * the end says what the pop must fail with (bad_ring_tests()). */
+ * the end says what the pop must fail with (run_bad_ring()). */
 
 static void bad_head(struct tq *q)
 {
@@ -390,15 +390,16 @@ static const struct bad_ring bad[] = {
 
 int main(void)
 {
-	struct CMUnitTest tests[sizeof(bad) / sizeof(bad[0]) + 7];
-	unsigned n = bad_ring_tests(tests, bad, sizeof(bad) / sizeof(bad[0]));
+	static const struct CMUnitTest tests[] = {
+		cmocka_unit_test(indirect_of_queue_size),
+		cmocka_unit_test(indirect_over_two_pieces),
+		cmocka_unit_test(indirect_unaligned),
+		cmocka_unit_test(avail_idx_jumps),
+		cmocka_unit_test(avail_idx_full_ring),
+		cmocka_unit_test(overrun_between_flushes),
+		cmocka_unit_test(no_overrun_after_flush_or_unpop),
+	};
+	static const struct test_table tables[] = { TEST_TABLE(bad, run_bad_ring) };
 
-	tests[n++] = (struct CMUnitTest)cmocka_unit_test(indirect_of_queue_size);
-	tests[n++] = (struct CMUnitTest)cmocka_unit_test(indirect_over_two_pieces);
-	tests[n++] = (struct CMUnitTest)cmocka_unit_test(indirect_unaligned);
-	tests[n++] = (struct CMUnitTest)cmocka_unit_test(avail_idx_jumps);
-	tests[n++] = (struct CMUnitTest)cmocka_unit_test(avail_idx_full_ring);
-	tests[n++] = (struct CMUnitTest)cmocka_unit_test(overrun_between_flushes);
-	tests[n++] = (struct CMUnitTest)cmocka_unit_test(no_overrun_after_flush_or_unpop);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return run_test_tables(tests, NELEM(tests), tables, NELEM(tables));
 }

@@ -274,44 +274,46 @@ static void three_in_flight(struct tq *q)
 	uvn_vq_drv_kick_prepare(q->drv);
 }
 
-static void bad_used(uint64_t features, uint32_t id, uint32_t len, uint16_t idx, int code)
+/* Three chains in flight, then one used entry and a used index. */
+struct bad_used {
+	const char *name;
+	uint64_t features;
+	uint32_t id, len; /* the used entry */
+	uint16_t idx;     /* the used index */
+	int code;         /* UVN_VQ_E_* */
+};
+
+static void run_bad_used(void **state)
 {
+	const struct bad_used *c = *state;
 	struct uvn_vq_done d[4];
 	struct tq q;
 
-	tq_setup(&q, 8, features, TQ_DRV);
+	tq_setup(&q, 8, c->features, TQ_DRV);
 	three_in_flight(&q);
-	used_put(&q, 0, id, len);
-	used_idx(&q, idx);
-	assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 4), -code);
-	expect_drv_broken(&q, code);
+	used_put(&q, 0, c->id, c->len);
+	used_idx(&q, c->idx);
+	assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 4), -c->code);
+	expect_drv_broken(&q, c->code);
 	tq_teardown(&q);
 }
 
-static void used_id_out_of_range(void **state)
-{
-	(void)state;
-	bad_used(0, 8, 0, 1, UVN_VQ_E_USED_ID);
-}
-
-static void used_id_huge(void **state)
-{
-	(void)state;
-	bad_used(0, 0x10000, 0, 1, UVN_VQ_E_USED_ID);
-}
-
-static void used_id_never_added(void **state)
-{
-	(void)state;
-	bad_used(0, 6, 0, 1, UVN_VQ_E_USED_ID);
-}
-
-/* Descriptor 1 is in flight, but in the middle of chain 0. */
-static void used_id_not_a_head(void **state)
-{
-	(void)state;
-	bad_used(0, 1, 0, 1, UVN_VQ_E_USED_ID);
-}
+/* Used entries a device may not write: the error each must give. */
+static const struct bad_used bad_used[] = {
+	{ "used_id_out_of_range", 0, 8, 0, 1, UVN_VQ_E_USED_ID },
+	{ "used_id_huge", 0, 0x10000, 0, 1, UVN_VQ_E_USED_ID },
+	{ "used_id_never_added", 0, 6, 0, 1, UVN_VQ_E_USED_ID },
+	/* Descriptor 1 is in flight, but in the middle of chain 0. */
+	{ "used_id_not_a_head", 0, 1, 0, 1, UVN_VQ_E_USED_ID },
+	{ "used_len_too_long", 0, 0, 51, 1, UVN_VQ_E_USED_LEN },
+	/* A readable-only buffer: any length but 0 is a lie. */
+	{ "used_len_on_readable", 0, 4, 1, 1, UVN_VQ_E_USED_LEN },
+	{ "used_idx_jumps", 0, 0, 0, 4, UVN_VQ_E_USED_IDX },
+	{ "used_idx_backwards", 0, 0, 0, 0xffff, UVN_VQ_E_USED_IDX },
+	{ "in_order_used_id_bad", F_IN_ORDER, 7, 0, 3, UVN_VQ_E_USED_ID },
+	{ "in_order_used_len_bad", F_IN_ORDER, 3, 41, 2, UVN_VQ_E_USED_LEN },
+	{ "in_order_used_idx_bad", F_IN_ORDER, 4, 0, 5, UVN_VQ_E_USED_IDX },
+};
 
 static void used_twice(void **state)
 {
@@ -330,49 +332,6 @@ static void used_twice(void **state)
 	assert_int_equal(uvn_vq_drv_get_used(q.drv, d, 4), -UVN_VQ_E_USED_ID);
 	expect_drv_broken(&q, UVN_VQ_E_USED_ID);
 	tq_teardown(&q);
-}
-
-static void used_len_too_long(void **state)
-{
-	(void)state;
-	bad_used(0, 0, 51, 1, UVN_VQ_E_USED_LEN);
-}
-
-/* A readable-only buffer: any length but 0 is a lie. */
-static void used_len_on_readable(void **state)
-{
-	(void)state;
-	bad_used(0, 4, 1, 1, UVN_VQ_E_USED_LEN);
-}
-
-static void used_idx_jumps(void **state)
-{
-	(void)state;
-	bad_used(0, 0, 0, 4, UVN_VQ_E_USED_IDX);
-}
-
-static void used_idx_backwards(void **state)
-{
-	(void)state;
-	bad_used(0, 0, 0, 0xffff, UVN_VQ_E_USED_IDX);
-}
-
-static void in_order_used_id_bad(void **state)
-{
-	(void)state;
-	bad_used(F_IN_ORDER, 7, 0, 3, UVN_VQ_E_USED_ID);
-}
-
-static void in_order_used_len_bad(void **state)
-{
-	(void)state;
-	bad_used(F_IN_ORDER, 3, 41, 2, UVN_VQ_E_USED_LEN);
-}
-
-static void in_order_used_idx_bad(void **state)
-{
-	(void)state;
-	bad_used(F_IN_ORDER, 4, 0, 5, UVN_VQ_E_USED_IDX);
 }
 
 /*
@@ -867,83 +826,32 @@ static void reclaim_in_order_writable(void **state)
 
 /* ------------------------------------------------------------ round trips */
 
-static void rt(unsigned num, uint64_t features, const struct rt_opts *o)
-{
-	struct tq q;
-
-	tq_setup(&q, num, features, TQ_DRV | TQ_DEV);
-	roundtrip(&q, o);
-	tq_teardown(&q);
-}
-
-static void roundtrip_size_1(void **state)
-{
-	(void)state;
-	rt(1, 0, &(struct rt_opts){ .chains = 70000, .max_segs = 1, .seed = 1 });
-}
-
-static void roundtrip_size_2(void **state)
-{
-	(void)state;
-	rt(2, F_INDIRECT, &(struct rt_opts){ .chains = 70000, .max_segs = 4, .seed = 2 });
-}
-
-static void roundtrip_size_256(void **state)
-{
-	(void)state;
-	rt(256, F_INDIRECT | F_EVENT_IDX,
-	   &(struct rt_opts){ .chains = 70000, .max_segs = 6, .shuffle = true, .seed = 3 });
-}
-
-static void roundtrip_size_32768(void **state)
-{
-	(void)state;
-	rt(32768, F_INDIRECT,
-	   &(struct rt_opts){ .chains = 100000, .max_segs = 3, .shuffle = true, .seed = 4 });
-}
-
-static void roundtrip_direct_only(void **state)
-{
-	(void)state;
-	rt(16, 0, &(struct rt_opts){ .chains = 20000, .max_segs = 6, .shuffle = true,
-				     .unpop = true, .seed = 5 });
-}
-
-static void roundtrip_in_order(void **state)
-{
-	(void)state;
-	rt(16, F_IN_ORDER | F_INDIRECT,
-	   &(struct rt_opts){ .chains = 70000, .max_segs = 4, .unpop = true, .seed = 6 });
-}
-
-static void roundtrip_in_order_batch(void **state)
-{
-	(void)state;
-	rt(64, F_IN_ORDER | F_INDIRECT | F_EVENT_IDX,
-	   &(struct rt_opts){ .chains = 70000, .max_segs = 4, .batch = true, .seed = 7 });
-}
+/* Queue sizes, features and chain shapes: see roundtrip(). */
+static const struct rt_case roundtrips[] = {
+	{ "roundtrip_size_1", 1, 0, { .chains = 70000, .max_segs = 1, .seed = 1 } },
+	{ "roundtrip_size_2", 2, F_INDIRECT, { .chains = 70000, .max_segs = 4, .seed = 2 } },
+	{ "roundtrip_size_256", 256, F_INDIRECT | F_EVENT_IDX,
+	  { .chains = 70000, .max_segs = 6, .shuffle = true, .seed = 3 } },
+	{ "roundtrip_size_32768", 32768, F_INDIRECT,
+	  { .chains = 100000, .max_segs = 3, .shuffle = true, .seed = 4 } },
+	{ "roundtrip_direct_only", 16, 0,
+	  { .chains = 20000, .max_segs = 6, .shuffle = true, .unpop = true, .seed = 5 } },
+	{ "roundtrip_in_order", 16, F_IN_ORDER | F_INDIRECT,
+	  { .chains = 70000, .max_segs = 4, .unpop = true, .seed = 6 } },
+	{ "roundtrip_in_order_batch", 64, F_IN_ORDER | F_INDIRECT | F_EVENT_IDX,
+	  { .chains = 70000, .max_segs = 4, .batch = true, .seed = 7 } },
+};
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	static const struct CMUnitTest tests[] = {
 		cmocka_unit_test(direct_layout),
 		cmocka_unit_test(indirect_layout),
 		cmocka_unit_test(add_rejects),
 		cmocka_unit_test(kick_no_notify_flag),
 		cmocka_unit_test(kick_avail_event),
 		cmocka_unit_test(get_used_out_of_order),
-		cmocka_unit_test(used_id_out_of_range),
-		cmocka_unit_test(used_id_huge),
-		cmocka_unit_test(used_id_never_added),
-		cmocka_unit_test(used_id_not_a_head),
 		cmocka_unit_test(used_twice),
-		cmocka_unit_test(used_len_too_long),
-		cmocka_unit_test(used_len_on_readable),
-		cmocka_unit_test(used_idx_jumps),
-		cmocka_unit_test(used_idx_backwards),
-		cmocka_unit_test(in_order_used_id_bad),
-		cmocka_unit_test(in_order_used_len_bad),
-		cmocka_unit_test(in_order_used_idx_bad),
 		cmocka_unit_test(used_unpublished),
 		cmocka_unit_test(used_idx_past_published),
 		cmocka_unit_test(in_order_used_unpublished),
@@ -960,14 +868,11 @@ int main(void)
 		cmocka_unit_test(reclaim_plain),
 		cmocka_unit_test(reclaim_in_order),
 		cmocka_unit_test(reclaim_in_order_writable),
-		cmocka_unit_test(roundtrip_size_1),
-		cmocka_unit_test(roundtrip_size_2),
-		cmocka_unit_test(roundtrip_size_256),
-		cmocka_unit_test(roundtrip_size_32768),
-		cmocka_unit_test(roundtrip_direct_only),
-		cmocka_unit_test(roundtrip_in_order),
-		cmocka_unit_test(roundtrip_in_order_batch),
+	};
+	static const struct test_table tables[] = {
+		TEST_TABLE(bad_used, run_bad_used),
+		TEST_TABLE(roundtrips, run_roundtrip),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return run_test_tables(tests, NELEM(tests), tables, NELEM(tables));
 }
