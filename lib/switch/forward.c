@@ -133,15 +133,6 @@ struct vframe {
 	bool failed[2];
 };
 
-static bool port_in_vlan(const struct uvn_port *p, unsigned vlan)
-{
-	const struct uvn_port_vlans *v = &p->conf.vlan;
-
-	if (v->tag)
-		return v->tag == vlan;
-	return !vlan || uvn_port_vlan_allowed(v, vlan);
-}
-
 /* The frame's VLAN on port @in. @return false: dropped by its rules */
 static bool classify(const struct uvn_port *in, struct vframe *fr)
 {
@@ -317,13 +308,13 @@ __attribute__((noinline)) static bool switch_vlan(struct uvn_fwd *f, struct uvn_
 		return false;
 	}
 	/* A static entry may name a port outside the VLAN: flood in it instead. */
-	if (dst < f->nports && f->ports[dst] && port_in_vlan(f->ports[dst], fr.vlan)) {
+	if (dst < f->nports && f->ports[dst] && uvn_fwd_port_in_vlan(f->ports[dst], fr.vlan)) {
 		put(w, &fr, f->ports[dst]);
 		uvn_stat_inc(&w->st.forwarded);
 		return true;
 	}
 	for (unsigned o = 0; o < f->nports; o++)
-		if (o != in->id && f->ports[o] && port_in_vlan(f->ports[o], fr.vlan))
+		if (o != in->id && f->ports[o] && uvn_fwd_port_in_vlan(f->ports[o], fr.vlan))
 			put(w, &fr, f->ports[o]);
 	uvn_stat_inc(&w->st.flooded);
 	return true;

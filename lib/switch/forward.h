@@ -51,6 +51,16 @@ struct uvn_fwd_stats {
  * With every port a trunk of all (the default) the only cost is one test
  * of each frame's type for a tag.
  */
+/* Is @p a port of VLAN @vlan (0: untagged frames on trunks)? */
+static inline bool uvn_fwd_port_in_vlan(const struct uvn_port *p, unsigned vlan)
+{
+	const struct uvn_port_vlans *v = &p->conf.vlan;
+
+	if (v->tag)
+		return v->tag == vlan;
+	return !vlan || uvn_port_vlan_allowed(v, vlan);
+}
+
 struct uvn_fwd_port_stats {
 	_Atomic uint64_t vlan_dropped; /* frames refused at ingress by the port's VLANs */
 };

@@ -225,9 +225,15 @@ static void fdb_add(struct uvnetd *d, const struct uvnetd_ctl_cmd *cmd, FILE *f)
 		fprintf(f, "error: no port '%s' (show ports lists them)\n", cmd->port);
 		return;
 	}
-	/* Floods and lookups skip group addresses: such an entry would never be used. */
+	/* Floods and lookups skip group addresses, and a frame goes only to
+	 * ports of its VLAN: such entries would never be used. */
 	if (cmd->mac >> 40 & 1) {
 		fputs("error: a static entry is for a unicast address (its first byte even)\n", f);
+		return;
+	}
+	if (!uvn_fwd_port_in_vlan(p, cmd->vlan)) {
+		fprintf(f, "error: port %s is not in vlan %u (show ports has its VLANs)\n", p->name,
+			cmd->vlan);
 		return;
 	}
 	if (!fdb_quiesce(d, f))

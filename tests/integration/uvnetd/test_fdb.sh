@@ -1,7 +1,7 @@
 #!/bin/bash
 # FDB control through the control socket (issue 14): `fdb show` (text and
 # JSON, VLAN and static flag), `fdb add MAC port=NAME [vlan=N]` (static:
-# traffic does not move it), `fdb del`, `fdb flush [port=NAME]` (learned
+# traffic does not move it; only on a port of that VLAN), `fdb del`, `fdb flush [port=NAME]` (learned
 # entries only), bad requests refused with a reason; the ports' VLANs,
 # mac-limit and FDB counters in `show ports`. An honest pair of HOSTILE's
 # drivers (B broadcasts from 02:00:00:00:00:bb, C counts) makes the
@@ -89,6 +89,13 @@ check_fdb 'assert [x["mac"] for x in e] == ["020000000001"], e' "after flush"
 
 # refused, with a reason
 refused fdb add 02:00:00:00:00:02 port=nosuch
+refused fdb add 02:00:00:00:00:02 port=e vlan=20
+refused fdb add 02:00:00:00:00:02 port=e
+refused fdb add 02:00:00:00:00:02 port=d vlan=30
+ctl fdb add 02:00:00:00:00:03 port=e vlan=10 >/dev/null || fail "fdb add on an access port of the VLAN"
+ctl fdb add 02:00:00:00:00:04 port=d vlan=150 >/dev/null || fail "fdb add on a trunk of the VLAN"
+ctl fdb del 02:00:00:00:00:03 vlan=10 >/dev/null && ctl fdb del 02:00:00:00:00:04 vlan=150 >/dev/null ||
+	fail "fdb del with a VLAN"
 refused fdb add 02:00:00:00:00:02 port=c vlan=4095
 refused fdb add 02:00:00:00:00:02 port=c vlan=x
 refused fdb add 01:00:5e:00:00:01 port=c
