@@ -18,72 +18,41 @@
 
 #include "gso_frames.h"
 #include "net/device/netdev.h"
-#include "ring_test.h"
+#include "netdev_fix.h"
 
 #define BASE (F(VIRTIO_F_VERSION_1))
 #define MRG (F(VIRTIO_NET_F_MRG_RXBUF))
 #define GCSUM (F(VIRTIO_NET_F_GUEST_CSUM))
 #define TSO4 (F(VIRTIO_NET_F_GUEST_TSO4))
 
-struct fixture {
-	struct tq ring;
-	struct uvn_netdev_q q;
-	struct uvn_pkt_pool *small, *big;
-	int notified;
-};
-
-static void on_notify(void *ctx)
+static struct ndf *setup(uint64_t features, bool tx)
 {
-	((struct fixture *)ctx)->notified++;
-}
+	struct ndf *fx = calloc(1, sizeof(*fx));
 
-static struct fixture *setup(uint64_t features, bool tx)
-{
-	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct uvn_pkt_pool_cfg sc = { .count = 8, .buf_size = 2048 };
-	struct uvn_pkt_pool_cfg bc = { .count = 8, .buf_size = 65536 + 64 };
-
-	tq_pair(&fx->ring, 64, features);
-	uvn_netdev_q_init(&fx->q, fx->ring.dev, features, tx);
-	fx->q.notify = on_notify;
-	fx->q.notify_ctx = fx;
-	assert_int_equal(uvn_pkt_pool_create(&sc, &fx->small), 0);
-	assert_int_equal(uvn_pkt_pool_create(&bc, &fx->big), 0);
+	ndf_init(fx, &(struct ndf_cfg){ .num = 64, .features = features, .tx = tx, .small = 8,
+					 .big = 8 });
 	return fx;
 }
 
-static void teardown_fx(struct fixture *fx)
+static void teardown_fx(struct ndf *fx)
 {
-	assert_int_equal(uvn_pkt_pool_avail(fx->small), 8);
-	assert_int_equal(uvn_pkt_pool_avail(fx->big), 8);
-	uvn_pkt_pool_destroy(fx->small);
-	uvn_pkt_pool_destroy(fx->big);
-	tq_teardown(&fx->ring);
+	ndf_fini(fx);
 	free(fx);
 }
 
 /* Guest rx buffers: @n of @size bytes each. */
 static uint8_t rxmem[48][8192];
-static void guest_post(struct fixture *fx, unsigned n, uint32_t size)
+static void guest_post(struct ndf *fx, unsigned n, uint32_t size)
 {
 	static unsigned next;
 
 	for (unsigned i = 0; i < n; i++) {
 		unsigned slot = next++ % 48;
-		struct uvn_sg sg = tq_sg(rxmem[slot], size);
 
 		memset(rxmem[slot], 0xee, size);
-		assert_int_equal(uvn_vq_drv_add(fx->ring.drv, &sg, 0, 1, rxmem[slot], 0), 0);
+		tq_give(&fx->ring, rxmem[slot], size, true);
 	}
 	uvn_vq_drv_kick_prepare(fx->ring.drv);
-}
-
-static unsigned guest_reclaim(struct fixture *fx, struct uvn_vq_done *done, unsigned max)
-{
-	int n = uvn_vq_drv_get_used(fx->ring.drv, done, max);
-
-	assert_true(n >= 0);
-	return (unsigned)n;
 }
 
 /* One frame the guest received: header and bytes, joined from @n buffers. */
@@ -111,7 +80,7 @@ static unsigned guest_frame(const struct uvn_vq_done *done, unsigned n, struct g
 }
 
 /* A GSO frame from the big pool, as tf_build() makes it. */
-static struct uvn_pkt *gso_pkt(struct fixture *fx, uint32_t payload, const struct tf_opts *o,
+static struct uvn_pkt *gso_pkt(struct ndf *fx, uint32_t payload, const struct tf_opts *o,
 			       struct tf_layout *l)
 {
 	struct uvn_pkt *p = uvn_pkt_alloc(fx->big);
@@ -123,7 +92,7 @@ static struct uvn_pkt *gso_pkt(struct fixture *fx, uint32_t payload, const struc
 
 static void test_passthrough_mergeable(void **state)
 {
-	struct fixture *fx = setup(BASE | MRG | GCSUM | TSO4, false);
+	struct ndf *fx = setup(BASE | MRG | GCSUM | TSO4, false);
 	struct tf_opts o = { .mss = 1448 };
 	struct tf_layout l;
 	struct uvn_pkt *p = gso_pkt(fx, 4000, &o, &l);
@@ -133,7 +102,7 @@ static void test_passthrough_mergeable(void **state)
 	(void)state;
 	guest_post(fx, 8, 1526);
 	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
-	assert_int_equal(guest_reclaim(fx, done, 8), 3);
+	assert_int_equal(tq_take(&fx->ring, done, 8), 3);
 	assert_int_equal(guest_frame(done, 3, &g), 3);
 	assert_int_equal(g.len, l.len);
 	assert_memory_equal(g.f, p->buf, l.len);
@@ -173,7 +142,7 @@ static void rewrite_on_xlate(void *ctx, uint64_t addr, uint64_t len)
 
 static void test_passthrough_uses_validated_headers(void **state)
 {
-	struct fixture *fx = setup(BASE | MRG | GCSUM | TSO4, false);
+	struct ndf *fx = setup(BASE | MRG | GCSUM | TSO4, false);
 	struct tf_opts o = { .mss = 1448 };
 	struct tf_layout l;
 	struct uvn_pkt *p = gso_pkt(fx, 4000, &o, &l);
@@ -188,7 +157,7 @@ static void test_passthrough_uses_validated_headers(void **state)
 	toctou_at = (uint8_t *)p->buf + l.l4 + 2;
 	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
 	assert_null(toctou_at); /* the rewrite did happen */
-	assert_int_equal(guest_reclaim(fx, done, 8), 3);
+	assert_int_equal(tq_take(&fx->ring, done, 8), 3);
 	assert_int_equal(guest_frame(done, 3, &g), 3);
 	assert_int_equal(g.len, l.len);
 	assert_memory_equal(g.f, sent, l.hdr_len);
@@ -199,14 +168,14 @@ static void test_passthrough_uses_validated_headers(void **state)
 }
 
 /* The first @n of @total segments reached the guest: each one checked. */
-static void check_first_segments(struct fixture *fx, const struct uvn_pkt *p,
+static void check_first_segments(struct ndf *fx, const struct uvn_pkt *p,
 				 const struct tf_layout *l, const struct tf_opts *o, unsigned n,
 				 unsigned total, bool partial)
 {
 	static struct got g;
 	struct uvn_vq_done done[16];
 
-	assert_int_equal(guest_reclaim(fx, done, 16), n);
+	assert_int_equal(tq_take(&fx->ring, done, 16), n);
 	for (unsigned i = 0; i < n; i++) {
 		const char *err;
 
@@ -223,7 +192,7 @@ static void check_first_segments(struct fixture *fx, const struct uvn_pkt *p,
 	}
 }
 
-static void check_segments(struct fixture *fx, const struct uvn_pkt *p, const struct tf_layout *l,
+static void check_segments(struct ndf *fx, const struct uvn_pkt *p, const struct tf_layout *l,
 			   const struct tf_opts *o, unsigned n, bool partial)
 {
 	check_first_segments(fx, p, l, o, n, n, partial);
@@ -231,7 +200,7 @@ static void check_segments(struct fixture *fx, const struct uvn_pkt *p, const st
 
 static void test_segmented_partial_for_guest_csum(void **state)
 {
-	struct fixture *fx = setup(BASE | MRG | GCSUM, false);
+	struct ndf *fx = setup(BASE | MRG | GCSUM, false);
 	struct tf_opts o = { .mss = 1448, .tcp_flags = 0x19, .ip_id = 7 };
 	struct tf_layout l;
 	struct uvn_pkt *p = gso_pkt(fx, 4000, &o, &l);
@@ -251,7 +220,7 @@ static void test_segmented_partial_for_guest_csum(void **state)
 
 static void test_segmented_full_checksums_without_guest_csum(void **state)
 {
-	struct fixture *fx = setup(BASE | MRG, false);
+	struct ndf *fx = setup(BASE | MRG, false);
 	struct tf_opts o6 = { .ipv6 = true, .mss = 1400, .seq = 0xfffffff0 };
 	struct tf_opts u4 = { .udp = true, .mss = 1000, .vlan = true };
 	struct tf_layout l6, lu;
@@ -272,7 +241,7 @@ static void test_segmented_full_checksums_without_guest_csum(void **state)
 
 static void test_uso_passthrough_needs_guest_uso(void **state)
 {
-	struct fixture *fx = setup(BASE | MRG | GCSUM | F(VIRTIO_NET_F_GUEST_USO4), false);
+	struct ndf *fx = setup(BASE | MRG | GCSUM | F(VIRTIO_NET_F_GUEST_USO4), false);
 	struct tf_opts u4 = { .udp = true, .mss = 1000 }, u6 = { .udp = true, .ipv6 = true, .mss = 1000 };
 	struct tf_layout l4, l6;
 	struct uvn_pkt *p[2] = { gso_pkt(fx, 2500, &u4, &l4), gso_pkt(fx, 2500, &u6, &l6) };
@@ -282,7 +251,7 @@ static void test_uso_passthrough_needs_guest_uso(void **state)
 	(void)state;
 	guest_post(fx, 8, 1526);
 	assert_int_equal(uvn_netdev_rx(&fx->q, p, 2), 2);
-	assert_int_equal(guest_reclaim(fx, done, 8), 2 + 3);
+	assert_int_equal(tq_take(&fx->ring, done, 8), 2 + 3);
 	assert_int_equal(guest_frame(done, 2, &g), 2);
 	assert_int_equal(g.h.gso_type, VIRTIO_NET_HDR_GSO_UDP_L4);
 	assert_int_equal(le16toh(g.h.gso_size), 1000);
@@ -296,8 +265,8 @@ static void test_uso_passthrough_needs_guest_uso(void **state)
 
 static void test_ecn_frame_needs_guest_ecn(void **state)
 {
-	struct fixture *fx = setup(BASE | MRG | GCSUM | TSO4, false);
-	struct fixture *fe = setup(BASE | MRG | GCSUM | TSO4 | F(VIRTIO_NET_F_GUEST_ECN), false);
+	struct ndf *fx = setup(BASE | MRG | GCSUM | TSO4, false);
+	struct ndf *fe = setup(BASE | MRG | GCSUM | TSO4 | F(VIRTIO_NET_F_GUEST_ECN), false);
 	struct tf_opts o = { .mss = 1448, .tcp_flags = 0x90 }; /* CWR ACK */
 	struct tf_layout l;
 	struct uvn_pkt *p = gso_pkt(fx, 4000, &o, &l);
@@ -311,7 +280,7 @@ static void test_ecn_frame_needs_guest_ecn(void **state)
 	assert_int_equal(fx->q.st.gso_sw, 1);
 	guest_post(fe, 8, 1526);
 	assert_int_equal(uvn_netdev_rx(&fe->q, &p, 1), 1);
-	assert_int_equal(guest_reclaim(fe, done, 8), 3);
+	assert_int_equal(tq_take(&fe->ring, done, 8), 3);
 	guest_frame(done, 3, &g);
 	assert_int_equal(g.h.gso_type, VIRTIO_NET_HDR_GSO_TCPV4 | VIRTIO_NET_HDR_GSO_ECN);
 	assert_int_equal(fe->q.st.gso_pass, 1);
@@ -322,7 +291,7 @@ static void test_ecn_frame_needs_guest_ecn(void **state)
 
 static void test_no_mrg_needs_big_buffers(void **state)
 {
-	struct fixture *fx = setup(BASE | GCSUM | TSO4, false);
+	struct ndf *fx = setup(BASE | GCSUM | TSO4, false);
 	struct tf_opts o = { .mss = 1448 };
 	struct tf_layout l;
 	struct uvn_pkt *p = gso_pkt(fx, 4000, &o, &l);
@@ -333,17 +302,17 @@ static void test_no_mrg_needs_big_buffers(void **state)
 	guest_post(fx, 1, 1526); /* small buffers: the frame does not fit, nothing is cut */
 	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 0);
 	assert_int_equal(fx->q.st.drop_toobig, 1);
-	assert_int_equal(guest_reclaim(fx, done, 4), 0);
+	assert_int_equal(tq_take(&fx->ring, done, 4), 0);
 	/* drain the small buffer with a small frame, then a big buffer takes it */
 	fx->q.st.drop_toobig = 0;
 	struct uvn_pkt *s = uvn_pkt_alloc(fx->small);
 	memset(s->buf, 1, 60);
 	uvn_pkt_set_buf(s, 60);
 	assert_int_equal(uvn_netdev_rx(&fx->q, &s, 1), 1);
-	assert_int_equal(guest_reclaim(fx, done, 4), 1);
+	assert_int_equal(tq_take(&fx->ring, done, 4), 1);
 	guest_post(fx, 1, 8192);
 	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
-	assert_int_equal(guest_reclaim(fx, done, 4), 1);
+	assert_int_equal(tq_take(&fx->ring, done, 4), 1);
 	assert_int_equal(guest_frame(done, 1, &g), 1);
 	assert_int_equal(g.len, l.len);
 	assert_int_equal(g.h.gso_type, VIRTIO_NET_HDR_GSO_TCPV4);
@@ -356,7 +325,7 @@ static void test_no_mrg_needs_big_buffers(void **state)
 
 static void test_segments_until_buffers_run_out(void **state)
 {
-	struct fixture *fx = setup(BASE | MRG | GCSUM, false);
+	struct ndf *fx = setup(BASE | MRG | GCSUM, false);
 	struct tf_opts o = { .mss = 1448 };
 	struct tf_layout l;
 	struct uvn_pkt *p = gso_pkt(fx, 4000, &o, &l);
@@ -381,7 +350,7 @@ static void test_segments_until_buffers_run_out(void **state)
 
 static void test_malformed_dropped_by_reason(void **state)
 {
-	struct fixture *fx = setup(BASE | MRG | GCSUM | TSO4, false);
+	struct ndf *fx = setup(BASE | MRG | GCSUM | TSO4, false);
 	struct tf_opts o = { .mss = 1448 };
 	struct tf_layout l;
 	struct uvn_pkt *p[6];
@@ -401,7 +370,7 @@ static void test_malformed_dropped_by_reason(void **state)
 	uvn_pkt_set_buf(p[5], 30);                      /* cut inside the IPv4 header */
 	guest_post(fx, 8, 1526);
 	assert_int_equal(uvn_netdev_rx(&fx->q, p, 6), 1);
-	assert_int_equal(guest_reclaim(fx, done, 8), 3); /* only the valid frame went in */
+	assert_int_equal(tq_take(&fx->ring, done, 8), 3); /* only the valid frame went in */
 	assert_int_equal(fx->q.st.gso_pass, 1);
 	assert_int_equal(fx->q.st.drop_gso_len, 1);
 	assert_int_equal(fx->q.st.drop_gso_size, 1);
@@ -415,8 +384,8 @@ static void test_malformed_dropped_by_reason(void **state)
 
 static void test_partial_checksum_passed_or_completed(void **state)
 {
-	struct fixture *fx = setup(BASE | MRG | GCSUM, false);
-	struct fixture *fn = setup(BASE | MRG, false);
+	struct ndf *fx = setup(BASE | MRG | GCSUM, false);
+	struct ndf *fn = setup(BASE | MRG, false);
 	struct tf_opts u = { .udp = true, .mss = 1000 };
 	struct tf_layout l;
 	struct uvn_pkt *p = gso_pkt(fx, 500, &u, &l);
@@ -432,7 +401,7 @@ static void test_partial_checksum_passed_or_completed(void **state)
 	assert_int_equal(uvn_netdev_rx(&fn->q, &p, 1), 1);
 	assert_int_equal(fx->q.st.csum_pass, 1);
 	assert_int_equal(fn->q.st.csum_sw, 1);
-	assert_int_equal(guest_reclaim(fn, done, 2), 1);
+	assert_int_equal(tq_take(&fn->ring, done, 2), 1);
 	guest_frame(done, 1, &g);
 	assert_int_equal(g.h.flags, 0);
 	assert_int_equal(tf_add(tf_pseudo(g.f, &l, false, 17, l.len - l.l4),
@@ -452,8 +421,8 @@ static void test_partial_checksum_passed_or_completed(void **state)
 /* A guest's TSO frame, through its TX queue, into a guest without TSO. */
 static void test_guest_tso_to_guest_without(void **state)
 {
-	struct fixture *tx = setup(BASE | F(VIRTIO_NET_F_CSUM) | F(VIRTIO_NET_F_HOST_TSO4), true);
-	struct fixture *rx = setup(BASE | MRG, false);
+	struct ndf *tx = setup(BASE | F(VIRTIO_NET_F_CSUM) | F(VIRTIO_NET_F_HOST_TSO4), true);
+	struct ndf *rx = setup(BASE | MRG, false);
 	struct tf_opts o = { .mss = 1448, .ip_id = 99, .seq = 1000, .tcp_flags = 0x19 };
 	static uint8_t buf[8192], frame[8192];
 	struct virtio_net_hdr_v1 h;
@@ -469,7 +438,7 @@ static void test_guest_tso_to_guest_without(void **state)
 	assert_int_equal(uvn_vq_drv_add(tx->ring.drv, sg, 2, 0, buf, 0), 0);
 	uvn_vq_drv_kick_prepare(tx->ring.drv);
 	assert_int_equal(uvn_netdev_tx(&tx->q, tx->small, tx->big, &p, 1), 1);
-	assert_int_equal(guest_reclaim(tx, &done, 1), 1);
+	assert_int_equal(tq_take(&tx->ring, &done, 1), 1);
 	memset(buf, 0, sizeof(buf)); /* the guest reuses its buffer: the packet is ours */
 	guest_post(rx, 8, 1526);
 	assert_int_equal(uvn_netdev_rx(&rx->q, &p, 1), 1);

@@ -22,7 +22,7 @@
 #include <linux/virtio_ring.h>
 
 #include "net/device/netdev.h"
-#include "ring_test.h"
+#include "netdev_fix.h"
 
 #define BASE (F(VIRTIO_F_VERSION_1))
 #define FILL 0xee
@@ -67,49 +67,38 @@ static void assert_logged_after_write(const uint8_t *buf, size_t size)
 	}
 }
 
-struct fixture {
-	struct tq ring;
-	struct uvn_netdev_q q;
-	struct uvn_pkt_pool *pool;
-};
-
-static struct fixture *setup(uint64_t features, bool tx)
+static struct ndf *setup(uint64_t features, bool tx)
 {
-	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct uvn_pkt_pool_cfg pc = { .count = 4, .buf_size = 4096 };
+	struct ndf *fx = calloc(1, sizeof(*fx));
 
-	tq_pair(&fx->ring, 16, features);
-	uvn_netdev_q_init(&fx->q, fx->ring.dev, features, tx);
+	ndf_init(fx, &(struct ndf_cfg){ .num = 16, .features = features, .tx = tx, .small = 4,
+					 .small_size = 4096 });
 	fx->q.log_write = log_write;
 	fx->q.log_used = log_used;
-	assert_int_equal(uvn_pkt_pool_create(&pc, &fx->pool), 0);
 	nlogs = used_logs = 0;
 	return fx;
 }
 
-static void teardown_fx(struct fixture *fx)
+static void teardown_fx(struct ndf *fx)
 {
-	uvn_pkt_pool_destroy(fx->pool);
-	tq_teardown(&fx->ring);
+	ndf_fini(fx);
 	free(fx);
 }
 
 static uint8_t rxmem[4][1024];
 
-static void post_rx(struct fixture *fx, unsigned n, uint32_t size)
+static void post_rx(struct ndf *fx, unsigned n, uint32_t size)
 {
 	for (unsigned i = 0; i < n; i++) {
-		struct uvn_sg sg = tq_sg(rxmem[i], size);
-
 		memset(rxmem[i], FILL, sizeof(rxmem[i]));
-		assert_int_equal(uvn_vq_drv_add(fx->ring.drv, &sg, 0, 1, rxmem[i], 0), 0);
+		tq_give(&fx->ring, rxmem[i], size, true);
 	}
 	uvn_vq_drv_kick_prepare(fx->ring.drv);
 }
 
-static void rx_one(struct fixture *fx, uint32_t len)
+static void rx_one(struct ndf *fx, uint32_t len)
 {
-	struct uvn_pkt *p = uvn_pkt_alloc(fx->pool);
+	struct uvn_pkt *p = uvn_pkt_alloc(fx->small);
 	uint8_t *b = p->buf;
 
 	for (uint32_t i = 0; i < len; i++)
@@ -121,7 +110,7 @@ static void rx_one(struct fixture *fx, uint32_t len)
 
 static void test_rx_single_logged(void **state)
 {
-	struct fixture *fx = setup(BASE, false);
+	struct ndf *fx = setup(BASE, false);
 
 	(void)state;
 	post_rx(fx, 1, sizeof(rxmem[0]));
@@ -135,7 +124,7 @@ static void test_rx_single_logged(void **state)
  * the frame is spread, and must be logged after that. */
 static void test_rx_mergeable_header_logged_last(void **state)
 {
-	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
+	struct ndf *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
 
 	(void)state;
 	post_rx(fx, 4, 1000);
@@ -149,7 +138,7 @@ static void test_rx_mergeable_header_logged_last(void **state)
 
 static uint8_t ctrl_buf[8], ctrl_ack;
 
-static void ctrl_chain(struct fixture *fx, uint32_t out_len)
+static void ctrl_chain(struct ndf *fx, uint32_t out_len)
 {
 	struct uvn_sg sg[2] = { tq_sg(ctrl_buf, out_len), tq_sg(&ctrl_ack, 1) };
 
@@ -167,7 +156,7 @@ static int set_pairs(void *ctx, unsigned pairs)
 
 static void test_ctrl_ack_logged(void **state)
 {
-	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_CTRL_VQ), true);
+	struct ndf *fx = setup(BASE | F(VIRTIO_NET_F_CTRL_VQ), true);
 
 	(void)state;
 	ctrl_buf[0] = VIRTIO_NET_CTRL_ANNOUNCE;
@@ -183,7 +172,7 @@ static void test_ctrl_ack_logged(void **state)
 /* A command too short to have a header still gets its NACK, logged. */
 static void test_ctrl_nack_of_malformed_logged(void **state)
 {
-	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_CTRL_VQ), true);
+	struct ndf *fx = setup(BASE | F(VIRTIO_NET_F_CTRL_VQ), true);
 
 	(void)state;
 	ctrl_chain(fx, 1);

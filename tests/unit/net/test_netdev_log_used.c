@@ -21,15 +21,13 @@
 #include <linux/virtio_ring.h>
 
 #include "net/device/netdev.h"
-#include "ring_test.h"
+#include "netdev_fix.h"
 
 #define BASE (F(VIRTIO_F_VERSION_1))
 #define NUM 16
 
 struct fx {
-	struct tq ring;
-	struct uvn_netdev_q q;
-	struct uvn_pkt_pool *small, *big, *ext;
+	struct ndf nd;
 	uint8_t *copy;      /* the ring when log_used was last called */
 	unsigned used_logs;
 	uint8_t buf[4][2048];
@@ -46,38 +44,28 @@ static void log_used(void *ctx)
 {
 	struct fx *f = ctx;
 
-	memcpy(f->copy, f->ring.ring, f->ring.lay.size);
+	memcpy(f->copy, f->nd.ring.ring, f->nd.ring.lay.size);
 	f->used_logs++;
 }
 
 static struct fx *setup(uint64_t features, bool tx, enum uvn_zc_mode zc)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	struct uvn_pkt_pool_cfg sc = { .count = 8, .buf_size = 2048 };
-	struct uvn_pkt_pool_cfg bc = { .count = 2, .buf_size = 65600 };
-	struct uvn_pkt_pool_cfg ec = { .count = 8 };
 
-	tq_pair(&f->ring, NUM, features);
-	f->copy = calloc(1, f->ring.lay.size);
-	uvn_netdev_q_init(&f->q, f->ring.dev, features, tx);
-	f->q.log_write = log_write;
-	f->q.log_used = log_used;
-	f->q.log_ctx = f;
-	assert_int_equal(uvn_pkt_pool_create(&sc, &f->small), 0);
-	assert_int_equal(uvn_pkt_pool_create(&bc, &f->big), 0);
-	assert_int_equal(uvn_pkt_pool_create(&ec, &f->ext), 0);
+	ndf_init(&f->nd, &(struct ndf_cfg){ .num = NUM, .features = features, .tx = tx,
+					     .small = 8, .big = 2, .ext = 8 });
+	f->copy = calloc(1, f->nd.ring.lay.size);
+	f->nd.q.log_write = log_write;
+	f->nd.q.log_used = log_used;
+	f->nd.q.log_ctx = f;
 	if (zc != UVN_ZC_OFF)
-		assert_int_equal(uvn_netdev_q_set_zerocopy(&f->q, zc, 0, 0, f->ext), 0);
+		assert_int_equal(uvn_netdev_q_set_zerocopy(&f->nd.q, zc, 0, 0, f->nd.ext), 0);
 	return f;
 }
 
 static void teardown_fx(struct fx *f)
 {
-	uvn_netdev_q_fini(&f->q);
-	uvn_pkt_pool_destroy(f->small);
-	uvn_pkt_pool_destroy(f->big);
-	uvn_pkt_pool_destroy(f->ext);
-	tq_teardown(&f->ring);
+	ndf_fini(&f->nd);
 	free(f->copy);
 	free(f);
 }
@@ -86,28 +74,26 @@ static void teardown_fx(struct fx *f)
 static void assert_ring_logged(struct fx *f)
 {
 	assert_true(f->used_logs > 0);
-	assert_memory_equal(f->ring.ring, f->copy, f->ring.lay.size);
+	assert_memory_equal(f->nd.ring.ring, f->copy, f->nd.ring.lay.size);
 }
 
 /* The guest sends @n frames of @len bytes (a zeroed virtio-net header each). */
 static void guest_tx(struct fx *f, unsigned n, uint32_t len)
 {
 	for (unsigned i = 0; i < n; i++) {
-		struct uvn_sg sg = tq_sg(f->buf[i], 12 + len);
-
 		memset(f->buf[i], 0, 12 + len);
 		memset(f->buf[i] + 12, 0xff, 6);
 		f->buf[i][12 + 12] = 0x08;
-		assert_int_equal(uvn_vq_drv_add(f->ring.drv, &sg, 1, 0, f->buf[i], 0), 0);
+		tq_give(&f->nd.ring, f->buf[i], 12 + len, false);
 	}
-	uvn_vq_drv_kick_prepare(f->ring.drv);
+	uvn_vq_drv_kick_prepare(f->nd.ring.drv);
 }
 
 static void guest_reap(struct fx *f, unsigned want)
 {
 	struct uvn_vq_done done[NUM];
 
-	assert_int_equal(uvn_vq_drv_get_used(f->ring.drv, done, NUM), (int)want);
+	assert_int_equal(tq_take(&f->nd.ring, done, NUM), want);
 }
 
 static void tx_copied(uint64_t features)
@@ -116,7 +102,7 @@ static void tx_copied(uint64_t features)
 	struct uvn_pkt *pkts[4];
 
 	guest_tx(f, 3, 100);
-	assert_int_equal(uvn_netdev_tx(&f->q, f->small, f->big, pkts, 4), 3);
+	assert_int_equal(uvn_netdev_tx(&f->nd.q, f->nd.small, f->nd.big, pkts, 4), 3);
 	assert_ring_logged(f);
 	uvn_pkt_free_bulk(pkts, 3);
 	guest_reap(f, 3);
@@ -147,16 +133,16 @@ static void tx_zerocopy(uint64_t features)
 	unsigned logs;
 
 	guest_tx(f, 3, 600);
-	assert_int_equal(uvn_netdev_tx(&f->q, f->small, f->big, pkts, 4), 3);
-	assert_int_equal(f->q.st.zc_packets, 3);
+	assert_int_equal(uvn_netdev_tx(&f->nd.q, f->nd.small, f->nd.big, pkts, 4), 3);
+	assert_int_equal(f->nd.q.st.zc_packets, 3);
 	guest_reap(f, 0);
 	logs = f->used_logs;
 	/* freed out of order: with IN_ORDER they still go back in order */
 	uvn_pkt_free(pkts[1]);
-	uvn_netdev_tx_complete(&f->q);
+	uvn_netdev_tx_complete(&f->nd.q);
 	uvn_pkt_free(pkts[0]);
 	uvn_pkt_free(pkts[2]);
-	uvn_netdev_tx_complete(&f->q);
+	uvn_netdev_tx_complete(&f->nd.q);
 	assert_true(f->used_logs > logs);
 	assert_ring_logged(f);
 	guest_reap(f, 3);
@@ -184,17 +170,14 @@ static void test_tx_zerocopy_split_in_order(void **state)
 static void rx(uint64_t features, uint32_t len, unsigned bufs, uint32_t size)
 {
 	struct fx *f = setup(features, false, UVN_ZC_OFF);
-	struct uvn_pkt *p = uvn_pkt_alloc(f->small);
+	struct uvn_pkt *p = uvn_pkt_alloc(f->nd.small);
 
-	for (unsigned i = 0; i < bufs; i++) {
-		struct uvn_sg sg = tq_sg(f->buf[i], size);
-
-		assert_int_equal(uvn_vq_drv_add(f->ring.drv, &sg, 0, 1, f->buf[i], 0), 0);
-	}
-	uvn_vq_drv_kick_prepare(f->ring.drv);
+	for (unsigned i = 0; i < bufs; i++)
+		tq_give(&f->nd.ring, f->buf[i], size, true);
+	uvn_vq_drv_kick_prepare(f->nd.ring.drv);
 	memset(p->buf, 0x5a, len);
 	uvn_pkt_set_buf(p, len);
-	assert_int_equal(uvn_netdev_rx(&f->q, &p, 1), 1);
+	assert_int_equal(uvn_netdev_rx(&f->nd.q, &p, 1), 1);
 	uvn_pkt_free(p);
 	assert_ring_logged(f);
 	teardown_fx(f);

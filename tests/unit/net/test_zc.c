@@ -17,15 +17,13 @@
 #include <linux/virtio_ring.h>
 
 #include "net/device/netdev.h"
-#include "ring_test.h"
+#include "netdev_fix.h"
 
 #define BASE (F(VIRTIO_F_VERSION_1))
 #define NBUF 8
 
 struct fx {
-	struct tq ring;
-	struct uvn_netdev_q q;
-	struct uvn_pkt_pool *small, *ext;
+	struct ndf nd;
 	uint8_t buf[NBUF][4096];
 };
 
@@ -33,14 +31,10 @@ static struct fx *setup_ring(unsigned num, uint64_t features, enum uvn_zc_mode m
 			     unsigned max_held)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	struct uvn_pkt_pool_cfg sc = { .count = 8, .buf_size = 2048 };
-	struct uvn_pkt_pool_cfg ec = { .count = 8 };
 
-	tq_pair(&f->ring, num, features);
-	uvn_netdev_q_init(&f->q, f->ring.dev, features, true);
-	assert_int_equal(uvn_pkt_pool_create(&sc, &f->small), 0);
-	assert_int_equal(uvn_pkt_pool_create(&ec, &f->ext), 0);
-	assert_int_equal(uvn_netdev_q_set_zerocopy(&f->q, mode, 256, max_held, f->ext), 0);
+	ndf_init(&f->nd, &(struct ndf_cfg){ .num = num, .features = features, .tx = true,
+					     .small = 8, .ext = 8 });
+	assert_int_equal(uvn_netdev_q_set_zerocopy(&f->nd.q, mode, 256, max_held, f->nd.ext), 0);
 	return f;
 }
 
@@ -51,13 +45,8 @@ static struct fx *setup(uint64_t features, enum uvn_zc_mode mode, unsigned max_h
 
 static void teardown_fx(struct fx *f)
 {
-	assert_int_equal(f->q.st.zc_held, 0);
-	assert_int_equal(uvn_pkt_pool_avail(f->small), 8);
-	assert_int_equal(uvn_pkt_pool_avail(f->ext), 8);
-	uvn_netdev_q_fini(&f->q);
-	uvn_pkt_pool_destroy(f->small);
-	uvn_pkt_pool_destroy(f->ext);
-	tq_teardown(&f->ring);
+	assert_int_equal(f->nd.q.st.zc_held, 0);
+	ndf_fini(&f->nd);
 	free(f);
 }
 
@@ -76,20 +65,19 @@ static void send(struct fx *f, unsigned i, uint32_t len, bool split)
 	} else {
 		sg[0] = tq_sg(b, 12 + len);
 	}
-	assert_int_equal(uvn_vq_drv_add(f->ring.drv, sg, split ? 2 : 1, 0, b, 0), 0);
-	uvn_vq_drv_kick_prepare(f->ring.drv);
+	assert_int_equal(uvn_vq_drv_add(f->nd.ring.drv, sg, split ? 2 : 1, 0, b, 0), 0);
+	uvn_vq_drv_kick_prepare(f->nd.ring.drv);
 }
 
 /* Guest: which buffers came back (as indices), in order. */
 static unsigned back(struct fx *f, unsigned *idx)
 {
 	struct uvn_vq_done d[NBUF];
-	int n = uvn_vq_drv_get_used(f->ring.drv, d, NBUF);
+	unsigned n = tq_take(&f->nd.ring, d, NBUF);
 
-	assert_true(n >= 0);
-	for (int k = 0; k < n; k++)
+	for (unsigned k = 0; k < n; k++)
 		idx[k] = (unsigned)(((uint8_t *)d[k].token - f->buf[0]) / 4096);
-	return (unsigned)n;
+	return n;
 }
 
 static void check_data(const struct uvn_pkt *p, unsigned i, uint32_t len)
@@ -111,29 +99,29 @@ static void test_borrowed_and_returned_on_free_out_of_order(void **state)
 	(void)state;
 	for (unsigned i = 0; i < 3; i++)
 		send(f, i, 1000, i == 1);
-	assert_int_equal(uvn_netdev_tx(&f->q, f->small, NULL, p, 3), 3);
+	assert_int_equal(uvn_netdev_tx(&f->nd.q, f->nd.small, NULL, p, 3), 3);
 	for (unsigned i = 0; i < 3; i++) {
 		assert_non_null(p[i]->ubuf);
-		assert_ptr_equal(p[i]->pool, f->ext);
+		assert_ptr_equal(p[i]->pool, f->nd.ext);
 		/* the guest's own bytes, the header skipped */
 		assert_ptr_equal(p[i]->seg[0].iov_base, f->buf[i] + 12);
 		check_data(p[i], i, 1000);
 	}
-	assert_int_equal(f->q.st.zc_packets, 3);
-	assert_int_equal(f->q.st.zc_held, 3);
+	assert_int_equal(f->nd.q.st.zc_packets, 3);
+	assert_int_equal(f->nd.q.st.zc_held, 3);
 	assert_int_equal(back(f, idx), 0); /* held */
 	uvn_pkt_free(p[2]);
-	uvn_netdev_tx_complete(&f->q);
+	uvn_netdev_tx_complete(&f->nd.q);
 	assert_int_equal(back(f, idx), 1);
 	assert_int_equal(idx[0], 2);
 	uvn_pkt_free(p[0]);
 	uvn_pkt_free(p[1]);
-	uvn_netdev_tx_complete(&f->q);
+	uvn_netdev_tx_complete(&f->nd.q);
 	assert_int_equal(back(f, idx), 2);
 	assert_int_equal(idx[0], 0);
 	assert_int_equal(idx[1], 1);
 	assert_int_equal(back(f, idx), 0); /* exactly once */
-	assert_int_equal(f->q.st.zc_held_peak, 3);
+	assert_int_equal(f->nd.q.st.zc_held_peak, 3);
 	teardown_fx(f);
 }
 
@@ -147,19 +135,19 @@ static void test_in_order_returns_in_ring_order(void **state)
 	send(f, 0, 1000, false);
 	send(f, 1, 100, false); /* small: copied, but must wait for chain 0 */
 	send(f, 2, 1000, false);
-	assert_int_equal(uvn_netdev_tx(&f->q, f->small, NULL, p, 3), 3);
+	assert_int_equal(uvn_netdev_tx(&f->nd.q, f->nd.small, NULL, p, 3), 3);
 	assert_non_null(p[0]->ubuf);
 	assert_null(p[1]->ubuf);
-	assert_ptr_equal(p[1]->pool, f->small);
-	assert_int_equal(f->q.st.zc_fb_small, 1);
-	assert_int_equal(f->q.st.zc_copied, 1);
+	assert_ptr_equal(p[1]->pool, f->nd.small);
+	assert_int_equal(f->nd.q.st.zc_fb_small, 1);
+	assert_int_equal(f->nd.q.st.zc_copied, 1);
 	assert_int_equal(back(f, idx), 0); /* the copied one waits behind chain 0 */
 	uvn_pkt_free(p[2]);
 	uvn_pkt_free(p[1]);
-	uvn_netdev_tx_complete(&f->q);
+	uvn_netdev_tx_complete(&f->nd.q);
 	assert_int_equal(back(f, idx), 0);
 	uvn_pkt_free(p[0]);
-	uvn_netdev_tx_complete(&f->q);
+	uvn_netdev_tx_complete(&f->nd.q);
 	assert_int_equal(back(f, idx), 3);
 	for (unsigned i = 0; i < 3; i++)
 		assert_int_equal(idx[i], i);
@@ -175,7 +163,7 @@ static void test_in_order_copied_alone_returns_at_once(void **state)
 	(void)state;
 	send(f, 0, 100, false); /* small, nothing held: straight back */
 	send(f, 1, 100, false);
-	assert_int_equal(uvn_netdev_tx(&f->q, f->small, NULL, p, 2), 2);
+	assert_int_equal(uvn_netdev_tx(&f->nd.q, f->nd.small, NULL, p, 2), 2);
 	assert_int_equal(back(f, idx), 2);
 	assert_int_equal(idx[0], 0);
 	assert_int_equal(idx[1], 1);
@@ -192,15 +180,15 @@ static void test_flooded_packet_completes_once(void **state)
 
 	(void)state;
 	send(f, 0, 600, false);
-	assert_int_equal(uvn_netdev_tx(&f->q, f->small, NULL, &p, 1), 1);
+	assert_int_equal(uvn_netdev_tx(&f->nd.q, f->nd.small, NULL, &p, 1), 1);
 	uvn_pkt_ref(p); /* sent to two ports */
 	uvn_pkt_ref(p); /* and a third */
 	uvn_pkt_free(p);
 	uvn_pkt_free(p);
-	uvn_netdev_tx_complete(&f->q);
+	uvn_netdev_tx_complete(&f->nd.q);
 	assert_int_equal(back(f, idx), 0);
 	uvn_pkt_free(p);
-	uvn_netdev_tx_complete(&f->q);
+	uvn_netdev_tx_complete(&f->nd.q);
 	assert_int_equal(back(f, idx), 1);
 	assert_int_equal(back(f, idx), 0);
 	teardown_fx(f);
@@ -215,17 +203,17 @@ static void test_bound_on_held_chains_copies(void **state)
 	(void)state;
 	for (unsigned i = 0; i < 4; i++)
 		send(f, i, 1200, false);
-	assert_int_equal(uvn_netdev_tx(&f->q, f->small, NULL, p, 4), 4);
+	assert_int_equal(uvn_netdev_tx(&f->nd.q, f->nd.small, NULL, p, 4), 4);
 	assert_non_null(p[0]->ubuf);
 	assert_non_null(p[1]->ubuf);
 	assert_null(p[2]->ubuf); /* a stalled consumer cannot pin more */
 	assert_null(p[3]->ubuf);
-	assert_int_equal(f->q.st.zc_fb_held, 2);
+	assert_int_equal(f->nd.q.st.zc_fb_held, 2);
 	check_data(p[3], 3, 1200);
 	assert_int_equal(back(f, idx), 2); /* the copied ones went back at once */
 	assert_int_equal(idx[0], 2);
 	uvn_pkt_free_bulk(p, 4);
-	uvn_netdev_tx_complete(&f->q);
+	uvn_netdev_tx_complete(&f->nd.q);
 	assert_int_equal(back(f, idx), 2);
 	teardown_fx(f);
 }
@@ -238,15 +226,15 @@ static void test_mode_off_drains_held_chains(void **state)
 
 	(void)state;
 	send(f, 0, 1000, false);
-	assert_int_equal(uvn_netdev_tx(&f->q, f->small, NULL, p, 1), 1);
-	assert_int_equal(uvn_netdev_q_set_zerocopy(&f->q, UVN_ZC_OFF, 0, 0, f->ext), 0);
+	assert_int_equal(uvn_netdev_tx(&f->nd.q, f->nd.small, NULL, p, 1), 1);
+	assert_int_equal(uvn_netdev_q_set_zerocopy(&f->nd.q, UVN_ZC_OFF, 0, 0, f->nd.ext), 0);
 	send(f, 1, 1000, false);
-	assert_int_equal(uvn_netdev_tx(&f->q, f->small, NULL, p + 1, 1), 1);
+	assert_int_equal(uvn_netdev_tx(&f->nd.q, f->nd.small, NULL, p + 1, 1), 1);
 	assert_null(p[1]->ubuf); /* copied now */
 	assert_int_equal(back(f, idx), 1);
 	assert_int_equal(idx[0], 1);
 	uvn_pkt_free(p[0]); /* the borrowed one still comes back */
-	uvn_netdev_tx_complete(&f->q);
+	uvn_netdev_tx_complete(&f->nd.q);
 	assert_int_equal(back(f, idx), 1);
 	assert_int_equal(idx[0], 0);
 	uvn_pkt_free(p[1]);
@@ -261,11 +249,11 @@ static void test_copy_of_borrowed_packet(void **state)
 
 	(void)state;
 	send(f, 0, 700, true);
-	assert_int_equal(uvn_netdev_tx(&f->q, f->small, NULL, &p, 1), 1);
-	c = uvn_pkt_copy(p, f->small);
+	assert_int_equal(uvn_netdev_tx(&f->nd.q, f->nd.small, NULL, &p, 1), 1);
+	c = uvn_pkt_copy(p, f->nd.small);
 	assert_non_null(c);
 	uvn_pkt_free(p); /* whoever keeps a packet keeps the copy */
-	uvn_netdev_tx_complete(&f->q);
+	uvn_netdev_tx_complete(&f->nd.q);
 	assert_int_equal(back(f, idx), 1);
 	memset(f->buf[0], 0xff, sizeof(f->buf[0])); /* the guest reuses its buffer */
 	check_data(c, 0, 700);
@@ -286,12 +274,12 @@ static void test_in_order_whole_ring_queued(void **state)
 	(void)state;
 	for (unsigned i = 0; i < NBUF; i++)
 		send(f, i, 1000, false);
-	assert_int_equal(uvn_netdev_tx(&f->q, f->small, NULL, p, NBUF), NBUF);
-	assert_int_equal(f->q.st.zc_held, NBUF / 2);
-	assert_int_equal(f->q.st.zc_fb_held, NBUF / 2);
+	assert_int_equal(uvn_netdev_tx(&f->nd.q, f->nd.small, NULL, p, NBUF), NBUF);
+	assert_int_equal(f->nd.q.st.zc_held, NBUF / 2);
+	assert_int_equal(f->nd.q.st.zc_fb_held, NBUF / 2);
 	assert_int_equal(back(f, idx), 0); /* the copies wait behind chain 0 */
 	uvn_pkt_free_bulk(p, NBUF);
-	uvn_netdev_tx_complete(&f->q);
+	uvn_netdev_tx_complete(&f->nd.q);
 	assert_int_equal(back(f, idx), NBUF);
 	for (unsigned i = 0; i < NBUF; i++)
 		assert_int_equal(idx[i], i);
@@ -308,15 +296,15 @@ static void test_duplicate_id_breaks_queue(void **state)
 	(void)state;
 	send(f, 0, 1000, false);
 	/* a hostile driver makes the same head available twice */
-	avail = sq_avail(&f->ring);
+	avail = sq_avail(&f->nd.ring);
 	head = avail->ring[0];
 	avail->ring[1] = head;
 	avail->idx = htole16(2);
-	assert_int_equal(uvn_netdev_tx(&f->q, f->small, NULL, p, 2), 1);
-	assert_true(f->q.broken);
-	assert_int_equal(f->q.st.err_format, 1);
+	assert_int_equal(uvn_netdev_tx(&f->nd.q, f->nd.small, NULL, p, 2), 1);
+	assert_true(f->nd.q.broken);
+	assert_int_equal(f->nd.q.st.err_format, 1);
 	uvn_pkt_free(p[0]);
-	uvn_netdev_tx_complete(&f->q);
+	uvn_netdev_tx_complete(&f->nd.q);
 	teardown_fx(f);
 }
 

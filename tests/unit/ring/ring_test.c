@@ -172,6 +172,21 @@ struct uvn_sg tq_sg(const void *p, uint32_t len)
 	return (struct uvn_sg){ .addr = (uint64_t)(uintptr_t)p, .len = len };
 }
 
+void tq_give(struct tq *q, void *buf, uint32_t len, bool in)
+{
+	struct uvn_sg sg = tq_sg(buf, len);
+
+	assert_int_equal(uvn_vq_drv_add(q->drv, &sg, in ? 0 : 1, in ? 1 : 0, buf, 0), 0);
+}
+
+unsigned tq_take(struct tq *q, struct uvn_vq_done *done, unsigned max)
+{
+	int n = uvn_vq_drv_get_used(q->drv, done, max);
+
+	assert_true(n >= 0);
+	return (unsigned)n;
+}
+
 void tq_teardown(struct tq *q)
 {
 	uvn_vq_drv_destroy(q->drv);

@@ -101,6 +101,11 @@ void tq_setup(struct tq *q, unsigned num, uint64_t features, unsigned flags);
 void tq_pair(struct tq *q, unsigned num, uint64_t features);
 /* A driver segment for a TQ_HOST queue. */
 struct uvn_sg tq_sg(const void *p, uint32_t len);
+/* TQ_HOST, the guest: make @buf (@len bytes, device-writable if @in)
+ * available, @buf its token; the kick is the caller's. */
+void tq_give(struct tq *q, void *buf, uint32_t len, bool in);
+/* TQ_HOST, the guest: take back up to @max used buffers. @return how many */
+unsigned tq_take(struct tq *q, struct uvn_vq_done *done, unsigned max);
 /* Device half configuration for this queue, starting at the given indices. */
 struct uvn_vq_dev_cfg tq_dev_cfg(struct tq *q, uint16_t avail, bool avail_wrap, uint16_t used,
 				 bool used_wrap);
