@@ -41,7 +41,7 @@
  * socket closed) or -EPROTO (the backend wrote something invalid into a
  * ring) from then on; uvn_drv_close() still returns every buffer.
  *
- * Reconnecting (uvn_drv_cfg::reconnect, split rings): when the backend
+ * Reconnecting (uvn_drv_cfg::reconnect): when the backend
  * goes away (killed, restarted, upgraded), the instance keeps its rings,
  * buffers and packets; the link is down (uvn_drv_link_up(), the link_cb
  * callback). The queues keep working on their rings meanwhile: uvn_rx_burst()
@@ -75,7 +75,13 @@
  *    chains complete in order and nothing is rewritten.
  * Either way every tx packet is freed exactly once, every rx buffer comes
  * back or stays posted: a restart costs the frames in flight, nothing more.
- * Packed rings do not reconnect yet: the instance stops (-ENOTCONN).
+ * Packed rings have no used index in memory: the driver keeps a copy of
+ * each chain in flight, and after a restart lays the chains the dead
+ * backend had not completed out again from where its used elements
+ * stopped (oldest first), which is the new backend's base; INFLIGHT_SHMFD
+ * is not asked for. A late ring is put right by the reconnect thread
+ * (fix_skipped); a packed ring whose state does not add up fails the
+ * instance with -EPROTO (err_resubmit).
  *
  * The seed optimizations are run-time switches (uvn_drv_set_opt()), the
  * better setting by default:
@@ -180,7 +186,7 @@ struct uvn_drv_cfg {
 					 *   this are free; default 32 */
 	size_t app_mem_bytes;           /**< shared memory for uvn_drv_mem_alloc(); default 4 MB */
 	/**
-	 * Survive a backend restart (split rings; see "Reconnecting" below):
+	 * Survive a backend restart (see "Reconnecting" above):
 	 * a thread of the instance watches the connection and, when the
 	 * backend goes away, connects again (client) or waits for it to
 	 * connect again (server), forever, until uvn_drv_stop(). Default off:
@@ -219,14 +225,16 @@ void uvn_drv_cfg_init(struct uvn_drv_cfg *cfg);
 
 /**
  * Apply "key=value[,key=value...]" settings to @p cfg, for command lines:
- * path, server, queues, queue_size, ring=split|packed,
- * rx_mode=auto|small|big|mergeable, mrg_rxbuf, indirect, in_order,
- * event_idx, ctrl_vq (0 adds the bit to features_off), poll, mtu,
- * mac=xx:xx:xx:xx:xx:xx, no_huge, timeout_ms, rx_pkts, tx_pkts,
- * deferred_alloc=on|off, mrg_sizing=hdr_mtu|ewma|mtu_only,
- * desc_cache=on|off, desc_cache_thr=N, tx_free_thresh=N, reconnect,
- * inflight (0 sets no_inflight). Booleans take
- * 1/0, on/off, yes/no, true/false. The path string is not copied.
+ * path, server, queues, queue_size, ring=split|packed, packed,
+ * rx_mode=auto|small|big|mergeable, poll, mtu, mac=xx:xx:xx:xx:xx:xx,
+ * no_huge, timeout_ms, rx_pkts, tx_pkts, rx_buf_bytes, app_mem_bytes,
+ * deferred_alloc, mrg_sizing=hdr_mtu|ewma|mtu_only, desc_cache,
+ * desc_cache_thr, tx_free_thresh, reconnect, inflight (0 sets
+ * no_inflight); and the feature switches mrg_rxbuf, indirect, in_order,
+ * event_idx, ctrl_vq, csum, guest_csum (0 puts the bit in features_off,
+ * 1 takes it out). Every key takes a value: booleans 1/0, on/off,
+ * yes/no, true/false; numbers in C notation (decimal, 0x hex, 0 octal).
+ * The path string is not copied.
  * @return 0, or -EINVAL (and @p err, if not NULL, points at the bad item)
  */
 int uvn_drv_cfg_parse(struct uvn_drv_cfg *cfg, char *spec, const char **err);
@@ -371,12 +379,14 @@ struct uvn_drv_link_stats {
 	uint64_t err_features;   /**< a backend offered fewer features or queues: instance failed */
 	uint64_t inflight_sets;  /**< SET_INFLIGHT_FD sent (the region handed to a new backend) */
 	uint64_t resubmitted;    /**< without the region: avail slots rewritten so the new backend
-				  *   takes the chains the dead one left (it completed out of order) */
+				  *   takes the chains the dead one left (it completed out of order);
+				  *   packed: chains laid out again */
 	uint64_t err_resubmit;   /**< rings whose state did not add up (left as they were) */
 	uint64_t fix_skipped;    /**< rings whose thread did not call in within timeout_ms */
 	uint64_t last_down_us;   /**< how long the last reconnect took (socket lost to link up) */
 	/** Chains the backend still held when uvn_drv_stop() stopped the rings
-	 *  (its avail index past the used index; split rings): 0 once traffic is quiet. */
+	 *  (its avail index past the used index; packed: descriptors between the
+	 *  two halves of GET_VRING_BASE): 0 once traffic is quiet. */
 	uint64_t held_at_stop;
 	uint64_t reserved[6];    /**< room for later counters: the size stays 128 bytes */
 };
