@@ -64,6 +64,8 @@ enum uvn_vq_err {
 	UVN_VQ_E_USED_IDX,         /**< driver half: used index moved past the buffers in flight */
 	UVN_VQ_E_OVERRUN,          /**< device half: more ring slots available than the ring has
 	                                (the driver reused slots not yet returned) */
+	UVN_VQ_E_BASE,             /**< device half: a packed ring is not at the base the frontend
+	                                gave (the backend restarted and the frontend lost it) */
 	UVN_VQ_E_INVAL,            /**< bad argument from the caller (not counted, queue not broken) */
 	UVN_VQ_E_NOSPC,            /**< not enough free descriptors (not counted, queue not broken) */
 	UVN_VQ_E__COUNT

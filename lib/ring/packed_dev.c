@@ -285,7 +285,7 @@ void uvn_packed_dev_disable_notify(struct uvn_vq_dev *vq)
  * A queue held with chains in flight (avail and used halves apart) comes
  * from a device that stopped cleanly: taken as it is.
  * Declared in lib/vhost_user/ring_msgs.c, its one caller.
- * @return NULL, or why not (the queue is then broken: UVN_VQ_E_AVAIL_IDX)
+ * @return NULL, or why not (the queue is then broken: UVN_VQ_E_BASE)
  */
 const char *uvn_packed_dev_check_base(struct uvn_vq_dev *vq, bool fresh);
 const char *uvn_packed_dev_check_base(struct uvn_vq_dev *vq, bool fresh)
@@ -320,6 +320,6 @@ const char *uvn_packed_dev_check_base(struct uvn_vq_dev *vq, bool fresh)
 		uvn_ring_advance(&pos, &lap, num);
 	}
 	if (why)
-		uvn_vq_dev_fail(vq, UVN_VQ_E_AVAIL_IDX);
+		uvn_vq_dev_fail(vq, UVN_VQ_E_BASE);
 	return why;
 }

@@ -31,6 +31,7 @@ static const char *const errstr[UVN_VQ_E__COUNT] = {
 	[UVN_VQ_E_USED_LEN] = "used length larger than the buffer",
 	[UVN_VQ_E_USED_IDX] = "used index moved past the buffers in flight",
 	[UVN_VQ_E_OVERRUN] = "more ring slots available than the ring has",
+	[UVN_VQ_E_BASE] = "packed ring not at the base the frontend gave (backend restarted?)",
 	[UVN_VQ_E_INVAL] = "invalid argument",
 	[UVN_VQ_E_NOSPC] = "no free descriptors",
 };
@@ -70,6 +71,7 @@ const struct uvn_stat_desc uvn_vq_stats_desc[] = {
 	ERRSTAT(UVN_VQ_E_USED_LEN, "used_len"),
 	ERRSTAT(UVN_VQ_E_USED_IDX, "used_idx"),
 	ERRSTAT(UVN_VQ_E_OVERRUN, "overrun"),
+	ERRSTAT(UVN_VQ_E_BASE, "base"),
 	{ NULL, 0 },
 };
 

@@ -120,7 +120,7 @@ int vu_queue_translate(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
  * last start again. Chains taken from a wrong position are completed at
  * the wrong place (a hung queue) or are stale (rx data written into a
  * buffer the guest freed), so the ring is set up broken instead: counted
- * here and in the ring's err_avail_idx, shown by `show queues` once the
+ * here and in the ring's err_base, shown by `show queues` once the
  * queue is served, the port's other queues and the other ports untouched.
  */
 static void check_packed_base(struct uvn_vu_backend *b, struct uvn_vu_queue *q, uint32_t base)

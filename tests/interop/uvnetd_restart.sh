@@ -242,11 +242,11 @@ s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
 for _ in range(20):
     s.sendto(bytes(64), (sys.argv[1], 9)); time.sleep(0.01)'
-guest_queues() {   # guest_queues CTL PORT: "dir broken err_avail_idx reason" per queue
+guest_queues() {   # guest_queues CTL PORT: "dir broken err_base reason" per queue
 	"$UVNETD" ctl "$1" show queues --json | python3 -c 'import json, sys
 for q in json.load(sys.stdin)["queues"]:
     if q["port"] == sys.argv[1]:
-        e = sum(v for k, v in q["ring"].items() if "avail_idx" in k)
+        e = sum(v for k, v in q["ring"].items() if k.endswith("err_base"))
         print(q["dir"], int(q["broken"]), e, q.get("reason", "-").replace(" ", "_"))' "$2"
 }
 guest_refused() {
@@ -287,7 +287,7 @@ qemu_packed_role() {
 		guest_queues "$CTL" "$port" >&2 || true
 		uvn_die "$role: the guest's rings are not all refused and counted"
 	fi
-	uvn_log "$role: guest queues (dir broken err_avail_idx reason): $(guest_queues "$CTL" "$port" | tr '\n' ';')"
+	uvn_log "$role: guest queues (dir broken err_base reason): $(guest_queues "$CTL" "$port" | tr '\n' ';')"
 	uvn_assert_eq "$role: rings refused in uvnetd's log" \
 		"$(grep -c 'packed ring not at its base' "$UVN_LOG_DIR/uvnetd-$((SW_N - 1)).log")" $((2 * queues))
 	uvn_log "$role: testpmd's port after the restart: $((r1 - r0)) frames"

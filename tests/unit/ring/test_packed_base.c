@@ -127,7 +127,7 @@ static const char *check(struct rig *r, uint16_t base, bool fresh, bool *broken)
 	struct uvn_vq_chain ch;
 	struct iovec iov;
 
-	*broken = uvn_vq_dev_pop(dev, &ch, &iov, 1) == -UVN_VQ_E_AVAIL_IDX;
+	*broken = uvn_vq_dev_pop(dev, &ch, &iov, 1) == -UVN_VQ_E_BASE;
 	uvn_vq_dev_destroy(dev);
 	return why;
 }
