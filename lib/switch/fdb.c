@@ -16,6 +16,9 @@ int uvn_fdb_init(struct uvn_fdb *f, unsigned size_pow2, uint64_t age_ns)
 	f->slots = calloc(size_pow2, sizeof(*f->slots));
 	if (!f->slots)
 		return -ENOMEM;
+	/* No slot points at a port until it holds a key. */
+	for (unsigned i = 0; i < size_pow2; i++)
+		atomic_init(&f->slots[i].port, UVN_FDB_NO_PORT);
 	f->mask = size_pow2 - 1;
 	f->age_ns = age_ns;
 	f->learned = f->moved = f->aged = f->full = f->limited = 0;
@@ -42,6 +45,14 @@ static bool is_static(const struct uvn_fdb_entry *e)
 	return atomic_load_explicit(&e->flags, RELAXED) & UVN_FDB_STATIC;
 }
 
+/* More than @span since @then? Signed: each worker reads the clock once a
+ * burst, so another may have stored a time a little ahead of our @now; that
+ * entry is fresh, not 584 years old. */
+static bool older(uint64_t now, uint64_t then, uint64_t span)
+{
+	return (int64_t)(now - then) > (int64_t)span;
+}
+
 /* Aged out or deleted: the slot may be reused. Acquire: the port and flags
  * written before this time are read after it. */
 static bool stale(const struct uvn_fdb *f, const struct uvn_fdb_entry *e, uint64_t now)
@@ -50,13 +61,14 @@ static bool stale(const struct uvn_fdb *f, const struct uvn_fdb_entry *e, uint64
 
 	if (atomic_load_explicit(&e->port, RELAXED) == UVN_FDB_NO_PORT)
 		return true;
-	return !is_static(e) && now - seen > f->age_ns;
+	return !is_static(e) && older(now, seen, f->age_ns);
 }
 
-/* The port and flags, then the time that makes the entry fresh (release). */
-static void fill(struct uvn_fdb_entry *e, uint16_t port, uint16_t flags, uint64_t now)
+/* After the port (set by whoever won it: a CAS or an exchange, never a
+ * plain store that could undo another worker's counted change), the flags
+ * and the time that makes the entry fresh (release). */
+static void fill(struct uvn_fdb_entry *e, uint16_t flags, uint64_t now)
 {
-	atomic_store_explicit(&e->port, port, RELAXED);
 	atomic_store_explicit(&e->flags, flags, RELAXED);
 	atomic_store_explicit(&e->seen_ns, now, memory_order_release);
 }
@@ -115,7 +127,7 @@ static bool may_add(struct uvn_fdb *f, uint16_t port, uint64_t now)
 	/* At the limit: maybe some of its entries aged out. A scan of the
 	 * table at most once a second, however fast the port sends. */
 	last = atomic_load_explicit(&p->recount_ns, RELAXED);
-	if (now - last >= REFRESH_NS &&
+	if (older(now, last, REFRESH_NS - 1) &&
 	    atomic_compare_exchange_strong_explicit(&p->recount_ns, &last, now, RELAXED, RELAXED)) {
 		recount(f, port, now);
 		if (atomic_load_explicit(&p->count, RELAXED) < limit)
@@ -134,7 +146,7 @@ static enum uvn_fdb_learn_res update(struct uvn_fdb *f, struct uvn_fdb_entry *e,
 
 	/* The common case first: a known address, learned or static. */
 	if (cur == port) {
-		if (now - atomic_load_explicit(&e->seen_ns, RELAXED) > REFRESH_NS)
+		if (older(now, atomic_load_explicit(&e->seen_ns, RELAXED), REFRESH_NS))
 			atomic_store_explicit(&e->seen_ns, now, RELAXED);
 		return UVN_FDB_KNOWN;
 	}
@@ -142,7 +154,11 @@ static enum uvn_fdb_learn_res update(struct uvn_fdb *f, struct uvn_fdb_entry *e,
 		return UVN_FDB_PINNED;
 	if (!may_add(f, port, now))
 		return UVN_FDB_LIMITED;
-	fill(e, port, 0, now);
+	/* One winner per change of hands: only it moves the counts. A loser
+	 * leaves the entry to the other worker's port, for this frame. */
+	if (!atomic_compare_exchange_strong_explicit(&e->port, &cur, port, RELAXED, RELAXED))
+		return UVN_FDB_KNOWN;
+	fill(e, 0, now);
 	atomic_fetch_add_explicit(&f->port[port].count, 1, RELAXED);
 	if (cur == UVN_FDB_NO_PORT) {
 		atomic_fetch_add_explicit(&f->learned, 1, RELAXED);
@@ -195,11 +211,12 @@ static bool claim(struct uvn_fdb *f, struct uvn_fdb_entry *e, uint64_t old, uint
 						     memory_order_acquire))
 		return false;
 	/* Until fill() a reader finds the key with the old, stale time or no
-	 * port: unknown, so it floods. */
-	was_port = atomic_load_explicit(&e->port, RELAXED);
+	 * port: unknown, so it floods. The port is exchanged: a worker still
+	 * moving the old key's entry has its change counted, once. */
 	was_flags = atomic_load_explicit(&e->flags, RELAXED);
-	fill(e, port, flags, now);
-	if (counted(was_port, was_flags))
+	was_port = atomic_exchange_explicit(&e->port, port, RELAXED);
+	fill(e, flags, now);
+	if (old && counted(was_port, was_flags))
 		count_dec(f, was_port);
 	if (counted(port, flags))
 		atomic_fetch_add_explicit(&f->port[port].count, 1, RELAXED);
@@ -239,7 +256,7 @@ enum uvn_fdb_learn_res uvn_fdb_learn(struct uvn_fdb *f, uint64_t key, uint16_t p
 	/* Nearly every frame: a source known on its port, in its home slot. */
 	if (__builtin_expect(atomic_load_explicit(&e->key, memory_order_acquire) == key &&
 				     atomic_load_explicit(&e->port, RELAXED) == port, 1)) {
-		if (now - atomic_load_explicit(&e->seen_ns, RELAXED) > REFRESH_NS)
+		if (older(now, atomic_load_explicit(&e->seen_ns, RELAXED), REFRESH_NS))
 			atomic_store_explicit(&e->seen_ns, now, RELAXED);
 		return UVN_FDB_KNOWN;
 	}
@@ -259,7 +276,7 @@ uint16_t uvn_fdb_lookup(struct uvn_fdb *f, uint64_t key, uint64_t now)
 		if (cur == key) {
 			uint64_t seen = atomic_load_explicit(&e->seen_ns, memory_order_acquire);
 
-			if (now - seen <= f->age_ns || is_static(e))
+			if (!older(now, seen, f->age_ns) || is_static(e))
 				return atomic_load_explicit(&e->port, RELAXED);
 			return UVN_FDB_NO_PORT;
 		}
@@ -281,10 +298,10 @@ int uvn_fdb_add_static(struct uvn_fdb *f, uint64_t key, uint16_t port, uint64_t 
 		struct uvn_fdb_entry *free, *e = find(f, key, now, &free, &old);
 
 		if (e) {
-			uint16_t was = atomic_load_explicit(&e->port, RELAXED);
 			uint16_t was_flags = atomic_load_explicit(&e->flags, RELAXED);
+			uint16_t was = atomic_exchange_explicit(&e->port, port, RELAXED);
 
-			fill(e, port, UVN_FDB_STATIC, now);
+			fill(e, UVN_FDB_STATIC, now);
 			if (counted(was, was_flags))
 				count_dec(f, was);
 			return 0;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -214,6 +215,97 @@ static void test_limit(void **state)
 	uvn_fdb_fini(&f);
 }
 
+/* Port 0 too: an empty slot points at no port, so filling one takes
+ * nothing from port 0's count (it did: port 0's limit never held). */
+static void test_limit_port0(void **state)
+{
+	struct uvn_fdb f;
+	uint64_t now = 1000 * SEC;
+
+	(void)state;
+	assert_int_equal(uvn_fdb_init(&f, 256, 300 * SEC), 0);
+	uvn_fdb_set_limit(&f, 0, 3);
+	for (uint64_t m = 0; m < 3; m++)
+		assert_int_equal(uvn_fdb_learn(&f, K(0x0200000a0000ull + m), 0, now), UVN_FDB_LEARNED);
+	assert_int_equal(uvn_fdb_learn(&f, K(0x0200000b0000ull), 2, now), UVN_FDB_LEARNED);
+	assert_int_equal(uvn_fdb_port_count(&f, 0), 3);
+	assert_int_equal(uvn_fdb_learn(&f, K(0x0200000a0003ull), 0, now), UVN_FDB_LIMITED);
+	uvn_fdb_fini(&f);
+}
+
+/* Workers read the clock once a burst: an entry another one stored with a
+ * time a little ahead of ours is fresh, not aged out (and not reused). */
+static void test_clock_skew(void **state)
+{
+	struct uvn_fdb f;
+	uint64_t now = 1000 * SEC;
+
+	(void)state;
+	assert_int_equal(uvn_fdb_init(&f, 64, 300 * SEC), 0);
+	uvn_fdb_set_limit(&f, 1, 1);
+	assert_int_equal(uvn_fdb_learn(&f, K(1), 1, now + 1000), UVN_FDB_LEARNED);
+	assert_int_equal(uvn_fdb_lookup(&f, K(1), now), 1);
+	/* port 1 is at its limit: its entry is not given up as aged */
+	assert_int_equal(uvn_fdb_learn(&f, K(2), 1, now + 2 * SEC), UVN_FDB_LIMITED);
+	assert_int_equal(uvn_fdb_lookup(&f, K(1), now), 1);
+	uvn_fdb_fini(&f);
+}
+
+/* Two workers learn at once, on ports with and without a limit, moving
+ * addresses between them: each port's count stays within its limit (by at
+ * most the one learn per worker that may race past it) and never wraps,
+ * and it is the number of entries the port holds, give or take the same. */
+#define RACE_ROUNDS 200000
+
+struct racer {
+	struct uvn_fdb *f;
+	uint32_t seed;
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+
+	for (unsigned i = 0; i < RACE_ROUNDS; i++) {
+		uint32_t x = r->seed = r->seed * 1103515245u + 12345u;
+
+		/* 512 addresses, 4 ports; ports 0 and 1 limited */
+		uvn_fdb_learn(r->f, K(0x020000000000ull + (x >> 8) % 512), (uint16_t)(x >> 24 & 3),
+			      1000 * SEC + i);
+	}
+	return NULL;
+}
+
+static void test_concurrent_limit(void **state)
+{
+	struct uvn_fdb f;
+	struct racer r[2] = { { &f, 1 }, { &f, 2 } };
+	pthread_t t[2];
+	unsigned held[4] = { 0 };
+	struct uvn_fdb_info info;
+
+	(void)state;
+	assert_int_equal(uvn_fdb_init(&f, 1024, 300 * SEC), 0);
+	uvn_fdb_set_limit(&f, 0, 8);
+	uvn_fdb_set_limit(&f, 1, 50);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, race, &r[i]), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	for (unsigned i = 0; i <= f.mask; i++)
+		if (uvn_fdb_get(&f, i, 1000 * SEC + RACE_ROUNDS, &info))
+			held[info.port]++;
+	assert_true(uvn_fdb_port_count(&f, 0) <= 8 + 2);
+	assert_true(uvn_fdb_port_count(&f, 1) <= 50 + 2);
+	for (uint16_t p = 0; p < 4; p++) {
+		assert_true(uvn_fdb_port_count(&f, p) <= 512);
+		assert_true(uvn_fdb_port_count(&f, p) + 2 >= held[p] &&
+			    held[p] + 2 >= uvn_fdb_port_count(&f, p));
+	}
+	assert_true(f.port[0].limited > 0 && f.port[1].limited > 0);
+	uvn_fdb_fini(&f);
+}
+
 static void test_cpulist(void **state)
 {
 	int cpus[8];
@@ -237,6 +329,9 @@ int main(void)
 		cmocka_unit_test(test_static),
 		cmocka_unit_test(test_static_not_shadowed),
 		cmocka_unit_test(test_limit),
+		cmocka_unit_test(test_limit_port0),
+		cmocka_unit_test(test_clock_skew),
+		cmocka_unit_test(test_concurrent_limit),
 		cmocka_unit_test(test_cpulist),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
