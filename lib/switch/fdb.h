@@ -18,8 +18,9 @@
  * entries a port still owns are given up (recounted) at most once a second
  * when the port is at its limit. A port at its limit claims no slot and
  * moves no entry, so it can neither fill the table nor take other ports'
- * addresses. With several workers learning at once the count may be off
- * by the few entries they race on; with one it is exact.
+ * addresses. Entries change hands by compare-and-swap, so a count is the
+ * entries its port holds; workers learning new addresses on one port at
+ * the same moment may take it past its limit by one each.
  */
 #ifndef UVN_SWITCH_FDB_H
 #define UVN_SWITCH_FDB_H
