@@ -208,6 +208,14 @@ static void check_returned(struct ctx *c, size_t arena_start)
 		assert_int_equal(mi.arena_in_use, arena_start);
 }
 
+/* Stop the driver, check every buffer came back, close both ends. */
+static void stop_and_finish(struct ctx *c)
+{
+	uvn_drv_stop(c->d);
+	check_returned(c, 0);
+	finish(c);
+}
+
 /* ------------------------------------------------------------ matrix */
 
 struct cell {
@@ -300,9 +308,7 @@ static void run_cell(void **state)
 		else
 			assert_int_equal(ts.indirect, 0);
 	}
-	uvn_drv_stop(c.d);
-	check_returned(&c, 0);
-	finish(&c);
+	stop_and_finish(&c);
 }
 
 #define CELL(r, m, ind, ino, mtu) \
@@ -376,9 +382,7 @@ static void test_mrg_sizing(void **state)
 	echo_each(&c, 0, 3800, 1, 2000, 400);
 	assert_true(uvn_drv_mrg_buf_len(c.d, 0) > 3000);
 	assert_true(uvn_drv_mrg_buf_len(c.d, 0) <= 4096);
-	uvn_drv_stop(c.d);
-	check_returned(&c, 0);
-	finish(&c);
+	stop_and_finish(&c);
 }
 
 /* Seed 000: with deferral the ring holds raw buffers; switching at run time
@@ -412,9 +416,7 @@ static void test_deferred_switch(void **state)
 		uvn_drv_mem_info(c.d, 0, &mi);
 		/* Refills since the switch posted raw buffers only. */
 		assert_true(mi.rx_pkts_free > mi.rx_pkts_total - mi.rx_posted);
-		uvn_drv_stop(c.d);
-		check_returned(&c, 0);
-		finish(&c);
+		stop_and_finish(&c);
 	}
 }
 
@@ -470,9 +472,7 @@ static void test_desc_cache(void **state)
 	uvn_tx_reclaim(c.d, 0);
 	uvn_drv_mem_info(c.d, 0, &mi);
 	assert_int_equal(mi.arena_in_use, mi0.arena_in_use);
-	uvn_drv_stop(c.d);
-	check_returned(&c, 0);
-	finish(&c);
+	stop_and_finish(&c);
 }
 
 /* ------------------------------------------------------------ offloads */
@@ -559,9 +559,7 @@ static void test_tx_offloads(void **state)
 			assert_int_equal((uint16_t)sum, 0xffff);
 		}
 		(void)gso;
-		uvn_drv_stop(c.d);
-		check_returned(&c, 0);
-		finish(&c);
+		stop_and_finish(&c);
 	}
 }
 
@@ -602,9 +600,7 @@ static void test_bounce(void **state)
 	assert_int_equal(ts.bounced, 1);
 	assert_int_equal(ts.err_unmapped, 1);
 	assert_int_equal(ts.drops, 1);
-	uvn_drv_stop(c.d);
-	check_returned(&c, 0);
-	finish(&c);
+	stop_and_finish(&c);
 }
 
 /* ----------------------------------------------- control, multiqueue */
@@ -658,9 +654,7 @@ static void test_ctrl_mq(void **state)
 
 		recv_frames(&c, 1, sz1, 2, 100, 20);
 	}
-	uvn_drv_stop(c.d);
-	check_returned(&c, 0);
-	finish(&c);
+	stop_and_finish(&c);
 }
 
 static void test_no_ctrl(void **state)
@@ -724,9 +718,7 @@ static void test_interrupts(void **state)
 			uvn_drv_rxq_stats(c.d, 0, &rs);
 			assert_true(rs.interrupts > 0);
 			assert_true(rs.waits > 0);
-			uvn_drv_stop(c.d);
-			check_returned(&c, 0);
-			finish(&c);
+			stop_and_finish(&c);
 		}
 	}
 }
@@ -752,9 +744,7 @@ static void test_small_too_big(void **state)
 	tbe_inject(c.be, 0, frame, 200);
 	recv_frames(&c, 0, sz, 1, 2, 1);
 	assert_int_equal(tbe_drops(c.be), 1);
-	uvn_drv_stop(c.d);
-	check_returned(&c, 0);
-	finish(&c);
+	stop_and_finish(&c);
 }
 
 /* Configuration strings for tools. */
