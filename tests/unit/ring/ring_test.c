@@ -253,6 +253,15 @@ void sq_read_used(struct tq *q, uint16_t slot, uint32_t *id, uint32_t *len)
 	*len = le32toh(e->len);
 }
 
+void sq_check_used(struct tq *q, uint16_t slot, uint32_t id, uint32_t len)
+{
+	uint32_t got_id, got_len;
+
+	sq_read_used(q, slot, &got_id, &got_len);
+	assert_int_equal(got_id, id);
+	assert_int_equal(got_len, len);
+}
+
 void it_set(struct tq *q, uint64_t table, unsigned i, uint64_t addr, uint32_t len,
 	    uint16_t flags, uint16_t next)
 {
@@ -265,6 +274,17 @@ void it_set(struct tq *q, uint64_t table, unsigned i, uint64_t addr, uint32_t le
 }
 
 /* --------------------------------------------------------------- packed */
+
+void pt_set(struct tq *q, uint64_t table, unsigned i, uint64_t addr, uint32_t len,
+	    uint16_t flags)
+{
+	struct vring_packed_desc *e = (struct vring_packed_desc *)tm_ptr(&q->m, table) + i;
+
+	e->addr = htole64(addr);
+	e->len = htole32(len);
+	e->id = htole16(0xbeef);
+	e->flags = htole16(flags);
+}
 
 struct vring_packed_desc *pq_desc(struct tq *q, unsigned pos)
 {

@@ -123,11 +123,18 @@ void sq_set_desc(struct tq *q, unsigned i, uint64_t addr, uint32_t len, uint16_t
 /* Put @head in the avail ring and publish it. */
 void sq_publish(struct tq *q, uint16_t head);
 void sq_read_used(struct tq *q, uint16_t slot, uint32_t *id, uint32_t *len);
+/* The used element at @slot says @id and @len. */
+void sq_check_used(struct tq *q, uint16_t slot, uint32_t id, uint32_t len);
 uint16_t le16(uint16_t v);
 
 /* Split indirect table entry in guest memory. */
 void it_set(struct tq *q, uint64_t table, unsigned i, uint64_t addr, uint32_t len,
 	    uint16_t flags, uint16_t next);
+
+/* Packed indirect table entry in guest memory (its id field is reserved:
+ * written as 0xbeef, which the device must ignore). */
+void pt_set(struct tq *q, uint64_t table, unsigned i, uint64_t addr, uint32_t len,
+	    uint16_t flags);
 
 /* Packed ring raw access and a minimal independent driver. */
 struct vring_packed_desc *pq_desc(struct tq *q, unsigned pos);

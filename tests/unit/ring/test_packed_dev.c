@@ -39,17 +39,6 @@ static bool looks_used(struct tq *q, unsigned pos, bool wrap)
 	return !!(f & PK_AVAIL) == wrap && !!(f & PK_USED) == wrap;
 }
 
-static void put_table(struct tq *q, uint64_t t, unsigned i, uint64_t addr, uint32_t len,
-		      uint16_t flags)
-{
-	struct vring_packed_desc *e = (struct vring_packed_desc *)tm_ptr(&q->m, t) + i;
-
-	e->addr = htole64(addr);
-	e->len = htole32(len);
-	e->id = htole16(0xbeef); /* reserved in tables: ignored */
-	e->flags = htole16(flags);
-}
-
 /* ------------------------------------------------------- normal operation */
 
 static void direct_chain(void **state)
@@ -97,9 +86,9 @@ static void indirect_chain(void **state)
 	uint64_t t = tm_alloc(&q.m, 48, 16);
 
 	/* Tables are read in order; NEXT means nothing there. */
-	put_table(&q, t, 0, a, 10, 0);
-	put_table(&q, t, 1, b, 20, WRITE | NEXT);
-	put_table(&q, t, 2, c, 30, WRITE);
+	pt_set(&q, t, 0, a, 10, 0);
+	pt_set(&q, t, 1, b, 20, WRITE | NEXT);
+	pt_set(&q, t, 2, c, 30, WRITE);
 	const struct tdesc ds[1] = { { t, 48, INDIRECT | WRITE } };
 
 	pk_chain(&q, &d, ds, 1, 2);
@@ -492,9 +481,9 @@ static void rewritten_indirect(void **state)
 	struct vring_packed_desc *e = tm_ptr(&q.m, tb);
 	const struct tdesc ds[1] = { { tb, 48, INDIRECT } };
 
-	put_table(&q, tb, 0, a, 10, 0);
-	put_table(&q, tb, 1, b, 20, WRITE);
-	put_table(&q, tb, 2, c, 30, WRITE);
+	pt_set(&q, tb, 0, a, 10, 0);
+	pt_set(&q, tb, 1, b, 20, WRITE);
+	pt_set(&q, tb, 2, c, 30, WRITE);
 	pk_chain(&q, &d, ds, 1, 1);
 	t = (struct toctou){ .n = 3, .addr = { a, b, c }, .d = { &e[0], &e[1], &e[2] },
 			     .also = pq_desc(&q, 0) };

@@ -16,17 +16,6 @@
 #define INDIRECT VRING_DESC_F_INDIRECT
 #define WRAP15 (1u << 15)
 
-static void put_table(struct tq *q, uint64_t t, unsigned i, uint64_t addr, uint32_t len,
-		      uint16_t flags)
-{
-	struct vring_packed_desc *e = (struct vring_packed_desc *)tm_ptr(&q->m, t) + i;
-
-	e->addr = htole64(addr);
-	e->len = htole32(len);
-	e->id = htole16(0xbeef); /* reserved in tables: ignored */
-	e->flags = htole16(flags);
-}
-
 /* ------------------------------------------------------- malformed rings */
 
 /* Each function taking a struct tq writes one malformed ring; the table at
@@ -102,7 +91,7 @@ static void indirect_straddles_hole(struct tq *q)
 {
 	uint64_t t = tm_alloc(&q->m, 64, 16), a = tbuf(q, 8);
 
-	put_table(q, t, 0, a, 8, 0);
+	pt_set(q, t, 0, a, 8, 0);
 	tm_map(&q->m, t + 20, 4096, NULL);
 	one_desc(q, t, 32, INDIRECT, 0);
 }
@@ -146,8 +135,8 @@ static void indirect_nested(struct tq *q)
 {
 	uint64_t t = tm_alloc(&q->m, 32, 16), a = tbuf(q, 8);
 
-	put_table(q, t, 0, a, 8, 0);
-	put_table(q, t, 1, t, 16, INDIRECT);
+	pt_set(q, t, 0, a, 8, 0);
+	pt_set(q, t, 1, t, 16, INDIRECT);
 	one_desc(q, t, 32, INDIRECT, 0);
 }
 
@@ -157,7 +146,7 @@ static void indirect_with_next(struct tq *q)
 	uint64_t t = tm_alloc(&q->m, 16, 16), a = tbuf(q, 8);
 	const struct tdesc ds[2] = { { t, 16, INDIRECT | NEXT }, { a, 8, 0 } };
 
-	put_table(q, t, 0, a, 8, 0);
+	pt_set(q, t, 0, a, 8, 0);
 	pk_chain_raw(q, &d, ds, 2, 0);
 }
 
@@ -165,7 +154,7 @@ static void indirect_without_feature(struct tq *q)
 {
 	uint64_t t = tm_alloc(&q->m, 16, 16);
 
-	put_table(q, t, 0, tbuf(q, 8), 8, 0);
+	pt_set(q, t, 0, tbuf(q, 8), 8, 0);
 	one_desc(q, t, 16, INDIRECT, 0);
 }
 
@@ -182,8 +171,8 @@ static void readable_after_writable_in_table(struct tq *q)
 {
 	uint64_t t = tm_alloc(&q->m, 32, 16), a = tbuf(q, 8);
 
-	put_table(q, t, 0, a, 8, WRITE);
-	put_table(q, t, 1, a, 8, 0);
+	pt_set(q, t, 0, a, 8, WRITE);
+	pt_set(q, t, 1, a, 8, 0);
 	one_desc(q, t, 32, INDIRECT, 0);
 }
 
@@ -226,8 +215,8 @@ static void zero_len_in_table(struct tq *q)
 {
 	uint64_t t = tm_alloc(&q->m, 32, 16), a = tbuf(q, 8);
 
-	put_table(q, t, 0, a, 8, 0);
-	put_table(q, t, 1, a, 0, WRITE);
+	pt_set(q, t, 0, a, 8, 0);
+	pt_set(q, t, 1, a, 0, WRITE);
 	one_desc(q, t, 32, INDIRECT, 0);
 }
 

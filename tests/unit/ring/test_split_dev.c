@@ -21,7 +21,6 @@ static void direct_chain(void **state)
 	struct uvn_vq_chain ch;
 	struct iovec iov[8];
 	struct tq q;
-	uint32_t id, len;
 
 	(void)state;
 	tq_setup(&q, 8, 0, TQ_DEV);
@@ -46,9 +45,7 @@ static void direct_chain(void **state)
 	assert_int_equal(le16(sq_used(&q)->idx), 0); /* staged, not published */
 	assert_true(uvn_vq_dev_flush(q.dev));
 	assert_int_equal(le16(sq_used(&q)->idx), 1);
-	sq_read_used(&q, 0, &id, &len);
-	assert_int_equal(id, 5);
-	assert_int_equal(len, 50);
+	sq_check_used(&q, 0, 5, 50);
 	assert_false(uvn_vq_dev_flush(q.dev)); /* nothing staged */
 	assert_int_equal(uvn_vq_dev_stats(q.dev)->bufs, 1);
 	assert_int_equal(uvn_vq_dev_stats(q.dev)->used, 1);
@@ -161,7 +158,6 @@ static void out_of_order_completion(void **state)
 	struct uvn_vq_chain ch[3];
 	struct iovec iov[3][2];
 	struct tq q;
-	uint32_t id, len;
 
 	(void)state;
 	tq_setup(&q, 4, 0, TQ_DEV);
@@ -179,9 +175,7 @@ static void out_of_order_completion(void **state)
 	const uint32_t want[3][2] = { { 2, 3 }, { 0, 1 }, { 1, 2 } };
 
 	for (uint16_t s = 0; s < 3; s++) {
-		sq_read_used(&q, s, &id, &len);
-		assert_int_equal(id, want[s][0]);
-		assert_int_equal(len, want[s][1]);
+		sq_check_used(&q, s, want[s][0], want[s][1]);
 	}
 	tq_teardown(&q);
 }
@@ -227,9 +221,7 @@ static void in_order_batch(void **state)
 	assert_true(uvn_vq_dev_flush(q.dev));
 	assert_int_equal(le16(sq_used(&q)->idx), 3);
 	assert_int_equal(uvn_vq_dev_used_state(q.dev), 3);
-	sq_read_used(&q, 0, &id, &len);
-	assert_int_equal(id, 2);
-	assert_int_equal(len, 7);
+	sq_check_used(&q, 0, 2, 7);
 	sq_read_used(&q, 1, &id, &len);
 	assert_int_equal(id, 0xaaaaaaaa);
 	sq_read_used(&q, 2, &id, &len);
@@ -238,9 +230,7 @@ static void in_order_batch(void **state)
 	pop_push_n(&q, 2, lens2);
 	uvn_vq_dev_flush(q.dev);
 	assert_int_equal(le16(sq_used(&q)->idx), 5);
-	sq_read_used(&q, 3, &id, &len);
-	assert_int_equal(id, 4);
-	assert_int_equal(len, 6);
+	sq_check_used(&q, 3, 4, 6);
 	sq_read_used(&q, 4, &id, &len);
 	assert_int_equal(id, 0xaaaaaaaa);
 	assert_int_equal(uvn_vq_dev_stats(q.dev)->used, 5);
@@ -251,7 +241,6 @@ static void in_order_batch(void **state)
 static void batch_needs_in_order(void **state)
 {
 	const uint32_t lens[2] = { 1, 2 };
-	uint32_t id, len;
 	struct tq q;
 
 	(void)state;
@@ -262,12 +251,8 @@ static void batch_needs_in_order(void **state)
 	pop_push_n(&q, 2, lens);
 	uvn_vq_dev_flush(q.dev);
 	assert_int_equal(le16(sq_used(&q)->idx), 2);
-	sq_read_used(&q, 0, &id, &len);
-	assert_int_equal(id, 0);
-	assert_int_equal(len, 1);
-	sq_read_used(&q, 1, &id, &len);
-	assert_int_equal(id, 1);
-	assert_int_equal(len, 2);
+	sq_check_used(&q, 0, 0, 1);
+	sq_check_used(&q, 1, 1, 2);
 	tq_teardown(&q);
 }
 
@@ -289,26 +274,18 @@ static void batch_switch_while_staged(void **state)
 	pop_push_n(&q, 2, two);                 /* batch: entry at slot 1 */
 	uvn_vq_dev_flush(q.dev);
 	assert_int_equal(le16(sq_used(&q)->idx), 3);
-	sq_read_used(&q, 0, &id, &len);
-	assert_int_equal(id, 0);
-	assert_int_equal(len, 11);
-	sq_read_used(&q, 1, &id, &len);
-	assert_int_equal(id, 2);
-	assert_int_equal(len, 13);
+	sq_check_used(&q, 0, 0, 11);
+	sq_check_used(&q, 1, 2, 13);
 
 	pop_push_n(&q, 2, two);                 /* batch of heads 3, 4 at slot 3 */
 	uvn_vq_dev_set_batch_used(q.dev, false);
 	pop_push_n(&q, 1, one);                 /* head 5 at slot 5 */
 	uvn_vq_dev_flush(q.dev);
 	assert_int_equal(le16(sq_used(&q)->idx), 6);
-	sq_read_used(&q, 3, &id, &len);
-	assert_int_equal(id, 4);
-	assert_int_equal(len, 13);
+	sq_check_used(&q, 3, 4, 13);
 	sq_read_used(&q, 4, &id, &len);
 	assert_int_equal(id, 0xaaaaaaaa);
-	sq_read_used(&q, 5, &id, &len);
-	assert_int_equal(id, 5);
-	assert_int_equal(len, 11);
+	sq_check_used(&q, 5, 5, 11);
 	tq_teardown(&q);
 }
 
@@ -372,7 +349,6 @@ static void set_addrs_moves_ring(void **state)
 	struct iovec iov[2];
 	struct tmem m2;
 	struct tq q;
-	uint32_t id, len;
 
 	(void)state;
 	tq_setup(&q, 4, 0, TQ_DEV);
@@ -405,9 +381,7 @@ static void set_addrs_moves_ring(void **state)
 	uvn_vq_dev_push(q.dev, &ch, 9);
 	uvn_vq_dev_flush(q.dev);
 	assert_int_equal(le16(sq_used(&q)->idx), 2);
-	sq_read_used(&q, 1, &id, &len);
-	assert_int_equal(id, 1);
-	assert_int_equal(len, 9);
+	sq_check_used(&q, 1, 1, 9);
 	assert_int_equal(le16(((struct vring_used *)(old + q.lay.device))->idx), 1);
 	tq_teardown(&q);
 }
