@@ -17,6 +17,8 @@
  * and changes nothing. A parsed command is one of the grammar's: its
  * canonical text, rendered here (save [FILE] among them), is the line's words, and parses back to
  * the same command; a line whose words are a command's is never refused.
+ * The fdb commands are checked by their fields and their canonical text
+ * parsed back (check_fdb).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -141,6 +143,42 @@ static void words(const char *s, char *out)
 	out[o] = 0;
 }
 
+/* The fdb commands (fdb show|add|del|flush): MACs in either case and
+ * vlan= with leading zeros or 0 have no one text, so they are checked by
+ * their fields and by parsing their canonical text back. */
+static bool is_fdb(const struct uvnetd_ctl_cmd *c, const char *w)
+{
+	return c->op == UVNETD_CTL_FDB_ADD || c->op == UVNETD_CTL_FDB_DEL ||
+	       c->op == UVNETD_CTL_FDB_FLUSH || (c->op == UVNETD_CTL_SHOW_FDB && !strncmp(w, "fdb ", 4));
+}
+
+static void check_fdb(const struct uvnetd_ctl_cmd *c)
+{
+	char text[DAEMON_LINE + 64];
+	struct uvnetd_ctl_cmd again;
+
+	CHECK(!c->error && !c->spec && !c->name && !c->path && !c->zerocopy && !c->openmetrics);
+	CHECK(c->mac >> 48 == 0 && c->vlan <= 4094 && (!c->port || word(c->port)));
+	if (c->op == UVNETD_CTL_SHOW_FDB)
+		snprintf(text, sizeof(text), "fdb show%s", c->json ? " --json" : "");
+	else if (c->op == UVNETD_CTL_FDB_FLUSH)
+		snprintf(text, sizeof(text), "fdb flush%s%s", c->port ? " port=" : "",
+			 c->port ? c->port : "");
+	else
+		snprintf(text, sizeof(text), "fdb %s %02x:%02x:%02x:%02x:%02x:%02x%s%s vlan=%u",
+			 c->op == UVNETD_CTL_FDB_ADD ? "add" : "del", (unsigned)(c->mac >> 40) & 0xff,
+			 (unsigned)(c->mac >> 32) & 0xff, (unsigned)(c->mac >> 24) & 0xff,
+			 (unsigned)(c->mac >> 16) & 0xff, (unsigned)(c->mac >> 8) & 0xff,
+			 (unsigned)c->mac & 0xff, c->port ? " port=" : "", c->port ? c->port : "",
+			 c->vlan);
+	CHECK(c->op != UVNETD_CTL_FDB_ADD || c->port);
+	CHECK(c->op != UVNETD_CTL_FDB_DEL || !c->port);
+	CHECK(uvnetd_ctl_parse(text, &again) == 0);
+	CHECK(again.op == c->op && again.json == c->json && again.mac == c->mac &&
+	      again.vlan == c->vlan && !again.port == !c->port &&
+	      (!c->port || !strcmp(again.port, c->port)));
+}
+
 static void check_parse(const char *line, size_t len)
 {
 	char *l = malloc(len + 1), *w = malloc(len + 1), text[DAEMON_LINE + 16];
@@ -154,6 +192,10 @@ static void check_parse(const char *line, size_t len)
 	if (r) {
 		CHECK(r == -EINVAL && cmd.error && *cmd.error);
 		CHECK(!is_command(w));
+		goto out;
+	}
+	if (is_fdb(&cmd, w)) {
+		check_fdb(&cmd);
 		goto out;
 	}
 	CHECK(valid(&cmd));

@@ -103,14 +103,17 @@ static void show_ports(struct uvnetd *d, FILE *f, bool json)
 				p->conf.max_pps / 1000, policed);
 			uvn_json_str(f, vlans[0] ? vlans : "all");
 			fprintf(f, ",\"vlan_drops\":%" PRIu64 ",\"fdb_entries\":%" PRIu32
-				",\"mac_limit\":%" PRIu32 ",\"mac_limit_drops\":%" PRIu64 "}",
-				vdrop, entries, p->conf.mac_limit, limited);
+				",\"mac_limit\":%" PRIu32 ",\"mac_limit_drops\":%" PRIu64
+				",\"mtu\":%" PRIu32 "}",
+				vdrop, entries, p->conf.mac_limit, limited, p->conf.mtu);
 		} else {
 			fprintf(f, "%-40s %-10s queues %u  ", p->name, p->ops->kind, p->ops->nqueues(p));
 			uvn_stats_print(f, &s, uvn_port_stats_desc, 1);
 			if (p->conf.max_pps)
 				fprintf(f, " max-kpps=%" PRIu64 " policed=%" PRIu64, p->conf.max_pps / 1000,
 					policed);
+			if (p->conf.mtu)
+				fprintf(f, " mtu=%" PRIu32, p->conf.mtu);
 			if (vlans[0])
 				fprintf(f, " %s vlan_drops=%" PRIu64, vlans, vdrop);
 			if (p->conf.mac_limit)

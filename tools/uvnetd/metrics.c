@@ -23,7 +23,7 @@
 
 static const char *const gauges[] = {
 	"queues", "size", "max_kpps", "broken", "zerocopy", "zc_held", "zc_held_peak",
-	"offload_flags", "workers",
+	"offload_flags", "workers", "fdb_entries", "mac_limit", "mtu",
 };
 
 static bool is_gauge(const char *key)
