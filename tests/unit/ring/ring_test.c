@@ -444,8 +444,8 @@ void run_bad_ring(void **state)
 	tq_teardown(&q);
 }
 
-int run_test_tables(const struct CMUnitTest *plain, unsigned nplain, const struct test_table *tables,
-	      unsigned ntables)
+int run_test_tables(const struct CMUnitTest *plain, unsigned nplain,
+		    const struct test_table *tables, unsigned ntables)
 {
 	unsigned n = nplain;
 	struct CMUnitTest *all;

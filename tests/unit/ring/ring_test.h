@@ -210,8 +210,8 @@ struct test_table {
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define TEST_TABLE(rows, fn) { rows, sizeof((rows)[0]), NELEM(rows), fn }
 
-int run_test_tables(const struct CMUnitTest *plain, unsigned nplain, const struct test_table *tables,
-	      unsigned ntables);
+int run_test_tables(const struct CMUnitTest *plain, unsigned nplain,
+		    const struct test_table *tables, unsigned ntables);
 
 /* A buffer in guest memory filled with a pattern. */
 uint64_t tbuf(struct tq *q, size_t len);
