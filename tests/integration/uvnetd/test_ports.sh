@@ -60,7 +60,8 @@ check_metrics() { # VALUES MIN_NUMBERS
 import json, sys
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 d, values, least = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
-gauges = ("queues", "size", "max_kpps", "broken", "zerocopy", "zc_held", "zc_held_peak", "offload_flags")
+gauges = ("queues", "size", "max_kpps", "broken", "zerocopy", "zc_held", "zc_held_peak", "offload_flags",
+          "fdb_entries", "mac_limit", "mtu")  # tools/uvnetd/metrics.c: gauges[]
 got = {}
 for fam in text_string_to_metric_families(open(d + "/metrics").read()):
     for s in fam.samples:
