@@ -32,6 +32,7 @@ struct uvn_port_stats {
 	uint64_t calls;                  /* notifications sent to the peer */
 	uint64_t calls_suppressed;       /* notifications the peer's event suppression spared */
 	uint64_t mtu_drops;              /* frames over the port's mtu=, either way (also in drops) */
+	uint64_t guest_filtered;         /* frames out the guest's receive filter refused (not drops) */
 };
 
 extern const struct uvn_stat_desc uvn_port_stats_desc[];
@@ -143,6 +144,9 @@ struct uvn_port_env {
  * exclude each other). max-kpps limits the frames taken in from the port (thousands per second,
  * spread evenly over its queues); frames over the limit wait in the peer's
  * ring (the guest sees a slower link), they are not read and dropped.
+ * qmp=PATH[,nic=ID] (vhost-user): the guest's receive filter, which QEMU
+ * keeps, is read from QEMU's QMP socket at PATH (port/qmp.h) and applied
+ * to the frames sent to the guest.
  * group= (a name or number) and mode= (octal) set the listening socket's
  * group and permissions, over the env's; a socket that cannot be given
  * them refuses the port (not with client: there is no socket of ours).
@@ -167,6 +171,8 @@ struct uvn_vhost_port_cfg {
 	const char *path;     /* socket */
 	bool client;          /* connect (and reconnect) instead of listening */
 	unsigned queues;      /* queue pairs offered */
+	const char *qmp;      /* QEMU's QMP socket: follow the guest's receive filter there */
+	const char *nic;      /* ... of this NIC (QEMU's device id), NULL: the only one */
 };
 int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, const struct uvn_port_env *env,
 			  struct uvn_port **out);

@@ -14,7 +14,7 @@
 #define S(f) UVN_STAT(struct uvn_port_stats, f)
 const struct uvn_stat_desc uvn_port_stats_desc[] = {
 	S(rx_packets), S(rx_bytes), S(tx_packets), S(tx_bytes), S(drops), S(errors),
-	S(kicks), S(calls), S(calls_suppressed), S(mtu_drops),
+	S(kicks), S(calls), S(calls_suppressed), S(mtu_drops), S(guest_filtered),
 	{ NULL, 0 },
 };
 
@@ -175,6 +175,7 @@ static int parse_vhost(char *args, struct uvn_vhost_port_cfg *cfg, struct common
 	cfg->path = strtok_r(args, ",", &save);
 	cfg->queues = 1;
 	cfg->client = false;
+	cfg->qmp = cfg->nic = NULL;
 	if (!cfg->path)
 		return -EINVAL;
 	while ((opt = strtok_r(NULL, ",", &save))) {
@@ -186,12 +187,18 @@ static int parse_vhost(char *args, struct uvn_vhost_port_cfg *cfg, struct common
 			if (parse_num(opt + 7, 1, UVN_PORT_MAX_QUEUES, &q))
 				return -EINVAL;
 			cfg->queues = (unsigned)q;
+		} else if (!strncmp(opt, "qmp=", 4) && opt[4]) {
+			cfg->qmp = opt + 4;
+		} else if (!strncmp(opt, "nic=", 4) && opt[4]) {
+			cfg->nic = opt + 4;
 		} else if (parse_common(opt, c) <= 0) {
 			return -EINVAL;
 		}
 	}
 	/* A client's socket is QEMU's: not ours to chown. */
-	return cfg->client && (c->set_gid || c->set_mode) ? -EINVAL : 0;
+	if (cfg->client && (c->set_gid || c->set_mode))
+		return -EINVAL;
+	return cfg->nic && !cfg->qmp ? -EINVAL : 0;
 }
 
 /* tap:IFNAME[,OPTS]: the name ends at the first comma. */
@@ -331,7 +338,8 @@ int uvn_port_create(const char *spec, const struct uvn_port_env *env, struct uvn
 	}
 	if (r <= 0)
 		return r;
-	UVN_ERR("bad port '%s': expected vhost-user:PATH[,client][,queues=N][,group=G][,mode=M][,OPTS]"
+	UVN_ERR("bad port '%s': expected vhost-user:PATH[,client][,queues=N][,group=G][,mode=M]"
+		"[,qmp=PATH[,nic=ID]][,OPTS]"
 		" or tap:IFNAME[,OPTS], OPTS: max-kpps=N (1..%d), name=NAME (up to %d printable"
 		" characters, no space or comma), mtu=N (%d..%d), vlan=N (1..%d) or"
 		" trunks=LIST (VLANs and ranges joined by colons: 10:20:100-199), mac-limit=N"

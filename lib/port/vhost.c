@@ -175,6 +175,7 @@ static void queue_stop(struct vhost_port *v, struct vq_slot *s, bool guest_tx)
 	uvn_vhost_add_q(&v->gone, s, guest_tx);
 	memset(&s->nq.st, 0, sizeof(s->nq.st));
 	s->mtu_drops = 0;
+	s->filtered = 0;
 	s->vu = NULL;
 	s->nq.vq = NULL;
 }
@@ -206,6 +207,7 @@ static void queue_start(struct vhost_port *v, struct vq_slot *s, struct uvn_vu_q
 {
 	s->vu = q;
 	uvn_netdev_q_init(&s->nq, q->vq, v->features, guest_tx);
+	s->nq.filter = &v->filter; /* the control queue's commands set it */
 	s->nq.notify = notify_driver;
 	s->nq.notify_ctx = s;
 	/* Paused and resumed around any change of the dirty log: decided here. */
@@ -275,6 +277,10 @@ static int set_features(void *ctx, uint64_t features)
 	v->pairs_on = uvn_has_feature(features, VIRTIO_NET_F_MQ) ? v->cfg.queues : 1;
 	v->pairs_req = v->pairs_on;
 	uvn_timer_stop(v->loop, &v->pairs_h);
+	/* A new driver starts from a reset device: promiscuous. A filter QEMU
+	 * reports is QEMU's to change. */
+	if (!v->qmp)
+		uvn_rx_filter_reset(&v->filter);
 	return 0;
 }
 
@@ -334,8 +340,12 @@ static uint64_t offered_features(const struct uvn_vhost_port_cfg *cfg)
 	     1ull << VIRTIO_NET_F_GUEST_TSO4 | 1ull << VIRTIO_NET_F_GUEST_TSO6 |
 	     1ull << VIRTIO_NET_F_GUEST_ECN | 1ull << VIRTIO_NET_F_GUEST_USO4 |
 	     1ull << VIRTIO_NET_F_GUEST_USO6;
+	/* With a control queue, the receive filter commands (ctrl.c); QEMU
+	 * keeps its own and tells them through QMP instead (qmp=). */
 	if (cfg->queues > 1)
-		f |= 1ull << VIRTIO_NET_F_MQ | 1ull << VIRTIO_NET_F_CTRL_VQ;
+		f |= 1ull << VIRTIO_NET_F_MQ | 1ull << VIRTIO_NET_F_CTRL_VQ |
+		     1ull << VIRTIO_NET_F_CTRL_RX | 1ull << VIRTIO_NET_F_CTRL_RX_EXTRA |
+		     1ull << VIRTIO_NET_F_CTRL_MAC_ADDR;
 	return f;
 }
 
@@ -567,6 +577,7 @@ void uvn_vhost_destroy(struct uvn_port *port)
 	uvn_timer_stop(v->loop, &v->pairs_h);
 	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++)
 		free_pools(&v->tx[i]);
+	uvn_qmp_destroy(v->qmp);
 	if (v->listen_h.fd >= 0) {
 		uvn_loop_del(v->loop, &v->listen_h);
 		close(v->listen_h.fd);
@@ -582,7 +593,9 @@ int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, const struct uvn
 	int r;
 
 	if (!cfg->queues || cfg->queues > UVN_PORT_MAX_QUEUES ||
-	    strlen(cfg->path) >= sizeof(v->path))
+	    strlen(cfg->path) >= sizeof(v->path) ||
+	    (cfg->qmp && strlen(cfg->qmp) >= sizeof(v->qmp_path)) ||
+	    (cfg->nic && strlen(cfg->nic) >= sizeof(v->nic)))
 		return -EINVAL;
 	v = calloc(1, sizeof(*v));
 	if (!v)
@@ -592,6 +605,11 @@ int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, const struct uvn
 	v->cfg = *cfg;
 	snprintf(v->path, sizeof(v->path), "%s", cfg->path);
 	v->cfg.path = v->path;
+	snprintf(v->qmp_path, sizeof(v->qmp_path), "%s", cfg->qmp ? cfg->qmp : "");
+	snprintf(v->nic, sizeof(v->nic), "%s", cfg->nic ? cfg->nic : "");
+	v->cfg.qmp = cfg->qmp ? v->qmp_path : NULL;
+	v->cfg.nic = cfg->nic ? v->nic : NULL;
+	uvn_rx_filter_reset(&v->filter);
 	v->env = *env;
 	v->loop = env->loop;
 	v->pairs_on = v->pairs_req = 1;
@@ -622,6 +640,15 @@ int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, const struct uvn
 		v->listen_h = (struct uvn_handler){ .fd = r, .fn = on_accept, .ctx = v };
 		r = uvn_loop_add(v->loop, &v->listen_h, EPOLLIN);
 		if (r) {
+			uvn_vhost_destroy(&v->base);
+			return r;
+		}
+	}
+	if (v->cfg.qmp) {
+		r = uvn_qmp_create(v->loop, v->cfg.qmp, v->cfg.nic, &v->filter, v->path, &v->qmp);
+		if (r) {
+			UVN_ERR("%s: qmp=%s nic=%s: %s", v->path, v->cfg.qmp,
+				v->cfg.nic ? v->cfg.nic : "", strerror(-r));
 			uvn_vhost_destroy(&v->base);
 			return r;
 		}

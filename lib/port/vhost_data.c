@@ -88,18 +88,48 @@ static unsigned vhost_nqueues(struct uvn_port *port)
 	return n;
 }
 
-/* Into the guest's RX ring @s, the frames that fit @mtu; the others are
- * counted (@s is ours: its sender's, or locked). */
-static unsigned tx_fitting(struct vq_slot *s, uint32_t mtu, struct uvn_pkt *const *pkts,
-			   unsigned n)
+/* Keep the frames of @pkts the guest's receive filter lets through;
+ * count the others. @return how many are kept */
+static unsigned rx_filtered(struct vhost_port *v, struct vq_slot *s, struct uvn_pkt **pkts,
+			    unsigned n)
 {
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct uvn_pkt *p = pkts[i];
+		uint8_t dst[6];
+		const uint8_t *d = p->seg[0].iov_len >= sizeof(dst) ? p->seg[0].iov_base : dst;
+
+		if (d == dst && uvn_pkt_read(p, 0, dst, sizeof(dst)) != sizeof(dst))
+			memset(dst, 0xff, sizeof(dst)); /* shorter than a MAC: let the ring refuse it */
+		if (uvn_rx_filter_pass(&v->filter, d))
+			pkts[k++] = pkts[i];
+		else
+			uvn_stat_inc(&s->filtered);
+	}
+	return k;
+}
+
+/* Into the guest's RX ring @s, the frames that fit the port's mtu= and
+ * that its receive filter takes; the others are counted (@s is ours: its
+ * sender's, or locked). */
+static unsigned tx_selected(struct vhost_port *v, struct vq_slot *s, struct uvn_pkt *const *pkts,
+			    unsigned n)
+{
+	uint32_t mtu = v->base.conf.mtu;
+	bool filter = !uvn_rx_filter_open(&v->filter);
 	struct uvn_pkt *fit[MTU_BURST];
 	unsigned sent = 0;
 
 	while (n) {
-		unsigned c = n < MTU_BURST ? n : MTU_BURST,
-			 k = uvn_port_mtu_select(mtu, pkts, c, fit, &s->mtu_drops);
+		unsigned c = n < MTU_BURST ? n : MTU_BURST, k = c;
 
+		if (mtu)
+			k = uvn_port_mtu_select(mtu, pkts, c, fit, &s->mtu_drops);
+		else
+			memcpy(fit, pkts, c * sizeof(*fit));
+		if (filter)
+			k = rx_filtered(v, s, fit, k);
 		sent += k ? uvn_netdev_rx(&s->nq, fit, k) : 0;
 		pkts += c;
 		n -= c;
@@ -124,8 +154,8 @@ static unsigned vhost_tx(struct uvn_port *port, unsigned sender, struct uvn_pkt 
 	if (shared)
 		while (atomic_flag_test_and_set_explicit(&s->lock, memory_order_acquire))
 			uvn_cpu_relax();
-	if (port->conf.mtu)
-		sent = tx_fitting(s, port->conf.mtu, pkts, n);
+	if (port->conf.mtu || !uvn_rx_filter_open(&v->filter))
+		sent = tx_selected(v, s, pkts, n);
 	else
 		sent = uvn_netdev_rx(&s->nq, pkts, n);
 	if (shared)
@@ -204,6 +234,7 @@ void uvn_vhost_add_q(struct uvn_port_stats *st, const struct vq_slot *s, bool gu
 	st->calls += q->notify;
 	st->mtu_drops += uvn_stat_read(&s->mtu_drops);
 	st->drops += uvn_stat_read(&s->mtu_drops);
+	st->guest_filtered += uvn_stat_read(&s->filtered);
 	if (r)
 		st->calls_suppressed += uvn_stat_read(&r->notify_suppressed);
 }

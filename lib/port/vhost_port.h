@@ -10,8 +10,10 @@
 
 #include <stdatomic.h>
 
+#include "net/device/filter.h"
 #include "net/device/netdev.h"
 #include "port/port.h"
+#include "port/qmp.h"
 #include "util/loop.h"
 #include "vhost_user/backend.h"
 
@@ -29,6 +31,8 @@ struct vq_slot {
 	/* frames over the port's mtu=, dropped: written by the queue's one
 	 * poller (guest TX) or by its sender, under the lock when shared */
 	uint64_t mtu_drops;
+	/* frames the guest's receive filter refused (guest RX), written as mtu_drops */
+	uint64_t filtered;
 	struct uvn_handler kick_h;  /* control queue only: its kicks */
 };
 
@@ -36,6 +40,11 @@ struct vhost_port {
 	struct uvn_port base;
 	struct uvn_vhost_port_cfg cfg;
 	char path[108];
+	char qmp_path[108], nic[64];  /* qmp=, nic= */
+	/* What the guest wants to receive: from its control queue (our driver
+	 * hands it over) or from QEMU's QMP monitor (qmp=, QEMU keeps it). */
+	struct uvn_rx_filter filter;
+	struct uvn_qmp *qmp;
 	struct uvn_loop *loop;
 	struct uvn_port_env env;
 	struct uvn_handler listen_h, conn_h, retry_h, drain_h;

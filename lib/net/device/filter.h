@@ -52,6 +52,13 @@ void uvn_rx_filter_set_tables(struct uvn_rx_filter *f, const uint8_t *uni, uint3
 void uvn_rx_filter_load(struct uvn_rx_filter *f, uint32_t flags, const uint8_t *mac,
 			const uint8_t *uni, uint32_t nuni, const uint8_t *multi, uint32_t nmulti);
 
+/* Does everything pass (promiscuous)? A hint for skipping the per-frame
+ * test: a change racing it takes effect with the next burst. */
+static inline bool uvn_rx_filter_open(const struct uvn_rx_filter *f)
+{
+	return atomic_load_explicit(&f->flags, memory_order_relaxed) & UVN_RXF_PROMISC;
+}
+
 /* May a frame to @dst be delivered? From any thread. */
 bool uvn_rx_filter_pass(const struct uvn_rx_filter *f, const uint8_t *dst);
 

@@ -17,6 +17,13 @@
  *                                the same, and every frame uvnetd took from
  *                                B reaches C once and in order (numbered),
  *                                else exit 1; prints "ready" once both are up
+ *   hostile filter SOCK_B SOCK_C
+ *                                C (a port with queues=2: a control queue)
+ *                                sets its MAC and leaves promiscuous mode;
+ *                                B sends frames to C's MAC and to a MAC
+ *                                nobody has (both flooded): C must get
+ *                                exactly its own; promiscuous again, every
+ *                                one, else exit 1
  *
  * The hostile modes print "ready" once the attack runs, and stop after SECS
  * (a bound, in case nobody kills them).
@@ -320,14 +327,97 @@ static int honest(const char *path_b, const char *path_c, unsigned secs, bool ex
 	return exact && (t.got != sent || t.bad) ? 1 : 0;
 }
 
+/* What C has from B: to @dst (@got) or to anything else (@other). */
+static void sort_rx(struct uvn_drv *c, const uint8_t dst[6], unsigned *got, unsigned *other)
+{
+	struct uvn_pkt *pkts[32];
+	int m = uvn_rx_burst(c, 0, pkts, 32);
+
+	if (m < 0)
+		die("C: rx", m);
+	for (int i = 0; i < m; i++) {
+		const uint8_t *f = pkts[i]->seg[0].iov_base;
+
+		if (!memcmp(f + 6, mac_b, 6))
+			*(memcmp(f, dst, 6) ? other : got) += 1;
+		uvn_pkt_free(pkts[i]);
+	}
+}
+
+/* B sends @n frames to @dst; C takes what comes. @return frames C got for @dst */
+static unsigned send_to(struct uvn_drv *b, struct uvn_drv *c, const uint8_t dst[6], unsigned n)
+{
+	struct uvn_pkt *pkts[32];
+	unsigned sent = 0, got = 0, other = 0;
+
+	while (sent < n) {
+		unsigned k = uvn_drv_tx_alloc(b, 0, pkts, n - sent < 8 ? n - sent : 8, FRAME_LEN);
+		int r;
+
+		for (unsigned i = 0; i < k; i++) {
+			uint8_t *f = pkts[i]->seg[0].iov_base;
+
+			memset(f, 0, FRAME_LEN);
+			memcpy(f, dst, 6);
+			memcpy(f + 6, mac_b, 6);
+			f[12] = 0x88;
+			f[13] = 0xb5;
+		}
+		r = k ? uvn_tx_burst(b, 0, pkts, k) : 0;
+		if (r < 0)
+			die("B: tx", r);
+		for (unsigned i = (unsigned)r; i < k; i++)
+			uvn_pkt_free(pkts[i]);
+		sent += (unsigned)r;
+		usleep(1000);
+		sort_rx(c, dst, &got, &other);
+	}
+	for (uint64_t stop = now_ms() + 300; now_ms() < stop;)
+		sort_rx(c, dst, &got, &other);
+	if (other)
+		die("C: frames of another round arrived", EPROTO);
+	return got;
+}
+
+/* The guest's receive filter, set through its control queue, applied. */
+static int filter(const char *path_b, const char *path_c)
+{
+	static const uint8_t nobody[6] = { 0x02, 0, 0, 0, 0, 0x99 };
+	struct uvn_drv *b = honest_open(path_b, mac_b), *c;
+	struct uvn_drv_cfg cfg;
+	unsigned own, others, promisc;
+
+	uvn_drv_cfg_init(&cfg);
+	cfg.path = path_c;
+	cfg.queue_size = 256;
+	cfg.queue_pairs = 2;
+	cfg.no_huge = true;
+	memcpy(cfg.mac, mac_c, 6);
+	cfg.mac_set = true;
+	check(uvn_drv_open(&cfg, &c), path_c);
+	check(uvn_drv_set_promisc(c, false), "C: promiscuous off");
+	own = send_to(b, c, mac_c, 200);
+	others = send_to(b, c, nobody, 200);
+	check(uvn_drv_set_promisc(c, true), "C: promiscuous on");
+	promisc = send_to(b, c, nobody, 200);
+	printf("filter: C got %u of 200 to its MAC, %u of 200 to another, promiscuous %u of 200\n",
+	       own, others, promisc);
+	uvn_drv_close(b);
+	uvn_drv_close(c);
+	return own == 200 && others == 0 && promisc == 200 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "kickswap"))
 		return kickswap(argv[2], (unsigned)atoi(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "fulltx"))
 		return fulltx(argv[2], (unsigned)atoi(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "filter"))
+		return filter(argv[2], argv[3]);
 	if (argc == 5 && (!strcmp(argv[1], "honest") || !strcmp(argv[1], "exact")))
 		return honest(argv[2], argv[3], (unsigned)atoi(argv[4]), argv[1][0] == 'e');
-	fprintf(stderr, "usage: hostile kickswap|fulltx SOCK SECS | honest|exact SOCK_B SOCK_C SECS\n");
+	fprintf(stderr, "usage: hostile kickswap|fulltx SOCK SECS | honest|exact SOCK_B SOCK_C SECS"
+		" | filter SOCK_B SOCK_C\n");
 	return 2;
 }

@@ -67,7 +67,8 @@ static void test_refused(void **state)
 		"tap:t0,trunks=10-", "tap:t0,trunks=a", "tap:t0,vlan=10,trunks=20",
 		"tap:t0,trunks=20,vlan=10", "tap:t0,trunks=10,trunks=20", "tap:t0,mac-limit=0",
 		"tap:t0,mac-limit=65537", "vhost-user:/s,queues=0", "vhost-user:/s,queues=17",
-		"vhost-user:/s,queues= 2", "tap:t0,max-kpps=100001",
+		"vhost-user:/s,queues= 2", "tap:t0,max-kpps=100001", "vhost-user:/s,nic=a",
+		"vhost-user:/s,qmp=", "vhost-user:/s,nic=", "tap:t0,qmp=/q",
 	};
 	struct uvn_port_conf c;
 
