@@ -27,6 +27,12 @@ void uvn_netdev_q_init(struct uvn_netdev_q *q, struct uvn_vq_dev *vq, uint64_t f
 	q->ring_err = 0;
 	q->zc = NULL;
 	q->filter = NULL;
+	/* The caller sets what it uses; nothing is left from a previous queue. */
+	q->notify = NULL;
+	q->notify_ctx = NULL;
+	q->log_write = NULL;
+	q->log_used = NULL;
+	q->log_ctx = NULL;
 	/* The spec lets an IN_ORDER device write one used element per batch.
 	 * Drivers are tested against DPDK's vhost, which does that for packed
 	 * rings only and writes every split used entry: so do we. */

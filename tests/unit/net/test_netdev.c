@@ -15,50 +15,27 @@
 
 #include "net/device/filter.h"
 #include "net/device/netdev.h"
-#include "ringpair.h"
+#include "netdev_fix.h"
 
-#define F(b) (1ull << (b))
 #define BASE (F(VIRTIO_F_VERSION_1))
 
-struct fixture {
-	struct ringpair rp;
-	struct uvn_netdev_q q;
-	struct uvn_pkt_pool *small, *big;
-	int notified;
-};
-
-static void on_notify(void *ctx)
+static struct ndf *setup(uint64_t features, bool tx)
 {
-	((struct fixture *)ctx)->notified++;
-}
+	struct ndf *fx = calloc(1, sizeof(*fx));
 
-static struct fixture *setup(uint64_t features, bool tx)
-{
-	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct uvn_pkt_pool_cfg sc = { .count = 8, .buf_size = 2048 };
-	struct uvn_pkt_pool_cfg bc = { .count = 2, .buf_size = 65536 + 64 };
-
-	assert_int_equal(ringpair_init(&fx->rp, 16, features), 0);
-	uvn_netdev_q_init(&fx->q, fx->rp.dev, features, tx);
-	fx->q.notify = on_notify;
-	fx->q.notify_ctx = fx;
-	assert_int_equal(uvn_pkt_pool_create(&sc, &fx->small), 0);
-	assert_int_equal(uvn_pkt_pool_create(&bc, &fx->big), 0);
+	ndf_init(fx, &(struct ndf_cfg){ .num = 16, .features = features, .tx = tx, .small = 8,
+					 .big = 2 });
 	return fx;
 }
 
-static void teardown_fx(struct fixture *fx)
+static void teardown_fx(struct ndf *fx)
 {
-	assert_int_equal(uvn_pkt_pool_avail(fx->small), 8);
-	assert_int_equal(uvn_pkt_pool_avail(fx->big), 2);
-	uvn_pkt_pool_destroy(fx->small);
-	uvn_pkt_pool_destroy(fx->big);
-	ringpair_fini(&fx->rp);
+	ndf_fini(fx);
 	free(fx);
 }
 
 /* Guest side: send hdr + frame as one or two segments. */
-static void guest_send(struct fixture *fx, const struct virtio_net_hdr_v1 *h, const void *frame,
+static void guest_send(struct ndf *fx, const struct virtio_net_hdr_v1 *h, const void *frame,
 		       uint32_t len, bool split, void *token)
 {
 	static uint8_t bufs[16][4096];
@@ -69,21 +46,13 @@ static void guest_send(struct fixture *fx, const struct virtio_net_hdr_v1 *h, co
 	memcpy(b, h, sizeof(*h));
 	memcpy(b + sizeof(*h), frame, len);
 	if (split) {
-		sg[0] = rp_sg(b, sizeof(*h));
-		sg[1] = rp_sg(b + sizeof(*h), len);
+		sg[0] = tq_sg(b, sizeof(*h));
+		sg[1] = tq_sg(b + sizeof(*h), len);
 	} else {
-		sg[0] = rp_sg(b, (uint32_t)sizeof(*h) + len);
+		sg[0] = tq_sg(b, (uint32_t)sizeof(*h) + len);
 	}
-	assert_int_equal(uvn_vq_drv_add(fx->rp.drv, sg, split ? 2 : 1, 0, token, 0), 0);
-	uvn_vq_drv_kick_prepare(fx->rp.drv);
-}
-
-static unsigned guest_reclaim(struct fixture *fx, struct uvn_vq_done *done, unsigned max)
-{
-	int n = uvn_vq_drv_get_used(fx->rp.drv, done, max);
-
-	assert_true(n >= 0);
-	return (unsigned)n;
+	assert_int_equal(uvn_vq_drv_add(fx->ring.drv, sg, split ? 2 : 1, 0, token, 0), 0);
+	uvn_vq_drv_kick_prepare(fx->ring.drv);
 }
 
 static void fill_frame(uint8_t *f, uint32_t len, uint8_t seed)
@@ -94,7 +63,7 @@ static void fill_frame(uint8_t *f, uint32_t len, uint8_t seed)
 
 static void test_tx_frames_become_packets(void **state)
 {
-	struct fixture *fx = setup(BASE, true);
+	struct ndf *fx = setup(BASE, true);
 	struct virtio_net_hdr_v1 h = { 0 };
 	uint8_t frame[60], frame2[1514];
 	struct uvn_pkt *pkts[4];
@@ -110,7 +79,7 @@ static void test_tx_frames_become_packets(void **state)
 	assert_memory_equal(pkts[0]->seg[0].iov_base, frame, 60);
 	assert_int_equal(pkts[1]->len, 1514);
 	assert_memory_equal(pkts[1]->seg[0].iov_base, frame2, 1514);
-	assert_int_equal(guest_reclaim(fx, done, 4), 2);
+	assert_int_equal(tq_take(&fx->ring, done, 4), 2);
 	assert_ptr_equal(done[0].token, (void *)1);
 	assert_int_equal(done[0].len, 0);
 	assert_int_equal(fx->q.st.packets, 2);
@@ -127,7 +96,7 @@ static void test_tx_frames_become_packets(void **state)
 
 static void test_tx_big_frame_uses_big_pool(void **state)
 {
-	struct fixture *fx = setup(BASE, true);
+	struct ndf *fx = setup(BASE, true);
 	struct virtio_net_hdr_v1 h = { 0 };
 	static uint8_t frame[3000];
 	struct uvn_pkt *p;
@@ -144,7 +113,7 @@ static void test_tx_big_frame_uses_big_pool(void **state)
 
 static void test_tx_short_chain_dropped(void **state)
 {
-	struct fixture *fx = setup(BASE, true);
+	struct ndf *fx = setup(BASE, true);
 	struct virtio_net_hdr_v1 h = { 0 };
 	uint8_t frame[8] = { 0 };
 	struct uvn_vq_done done[2];
@@ -156,13 +125,13 @@ static void test_tx_short_chain_dropped(void **state)
 	assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, &p, 1), 0);
 	assert_int_equal(fx->q.st.err_short, 2);
 	assert_false(fx->q.broken);
-	assert_int_equal(guest_reclaim(fx, done, 2), 2); /* both returned, nothing leaked */
+	assert_int_equal(tq_take(&fx->ring, done, 2), 2); /* both returned, nothing leaked */
 	teardown_fx(fx);
 }
 
 static void test_tx_bad_headers_dropped(void **state)
 {
-	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_CSUM), true);
+	struct ndf *fx = setup(BASE | F(VIRTIO_NET_F_CSUM), true);
 	struct virtio_net_hdr_v1 h;
 	uint8_t frame[60] = { 0 };
 	struct uvn_vq_done done[4];
@@ -190,14 +159,14 @@ static void test_tx_bad_headers_dropped(void **state)
 	assert_int_equal(fx->q.st.err_hdr, 3);
 	assert_int_equal(p[0]->vnet.hdr_len, 0);
 	assert_int_equal(le16toh(p[0]->vnet.csum_start), 34);
-	assert_int_equal(guest_reclaim(fx, done, 4), 4);
+	assert_int_equal(tq_take(&fx->ring, done, 4), 4);
 	uvn_pkt_free(p[0]);
 	teardown_fx(fx);
 }
 
 static void test_tx_csum_needs_feature(void **state)
 {
-	struct fixture *fx = setup(BASE, true);
+	struct ndf *fx = setup(BASE, true);
 	struct virtio_net_hdr_v1 h = { .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM };
 	uint8_t frame[60] = { 0 };
 	struct uvn_pkt *p;
@@ -211,14 +180,14 @@ static void test_tx_csum_needs_feature(void **state)
 
 static void test_tx_writable_buffer_breaks_queue(void **state)
 {
-	struct fixture *fx = setup(BASE, true);
+	struct ndf *fx = setup(BASE, true);
 	static uint8_t buf[128];
-	struct uvn_sg sg[2] = { rp_sg(buf, 80), rp_sg(buf + 80, 10) };
+	struct uvn_sg sg[2] = { tq_sg(buf, 80), tq_sg(buf + 80, 10) };
 	struct uvn_pkt *p;
 
 	(void)state;
-	assert_int_equal(uvn_vq_drv_add(fx->rp.drv, sg, 1, 1, (void *)1, 0), 0);
-	uvn_vq_drv_kick_prepare(fx->rp.drv);
+	assert_int_equal(uvn_vq_drv_add(fx->ring.drv, sg, 1, 1, (void *)1, 0), 0);
+	uvn_vq_drv_kick_prepare(fx->ring.drv);
 	assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, &p, 1), 0);
 	assert_true(fx->q.broken);
 	assert_int_equal(fx->q.st.err_format, 1);
@@ -228,7 +197,7 @@ static void test_tx_writable_buffer_breaks_queue(void **state)
 
 static void test_tx_waits_when_no_packet_descriptor(void **state)
 {
-	struct fixture *fx = setup(BASE, true);
+	struct ndf *fx = setup(BASE, true);
 	struct virtio_net_hdr_v1 h = { 0 };
 	uint8_t frame[60] = { 0 };
 	struct uvn_pkt *held[8], *p[2];
@@ -247,21 +216,20 @@ static void test_tx_waits_when_no_packet_descriptor(void **state)
 
 /* Guest posts rx buffers of @size bytes. */
 static uint8_t rxmem[16][4096];
-static void guest_post(struct fixture *fx, unsigned n, uint32_t size)
+static void guest_post(struct ndf *fx, unsigned n, uint32_t size)
 {
 	static unsigned next;
 
 	for (unsigned i = 0; i < n; i++) {
 		unsigned slot = next++ % 16;
-		struct uvn_sg sg = rp_sg(rxmem[slot], size);
 
 		memset(rxmem[slot], 0xee, sizeof(rxmem[slot]));
-		assert_int_equal(uvn_vq_drv_add(fx->rp.drv, &sg, 0, 1, rxmem[slot], 0), 0);
+		tq_give(&fx->ring, rxmem[slot], size, true);
 	}
-	uvn_vq_drv_kick_prepare(fx->rp.drv);
+	uvn_vq_drv_kick_prepare(fx->ring.drv);
 }
 
-static struct uvn_pkt *make_pkt(struct fixture *fx, uint32_t len, uint8_t seed)
+static struct uvn_pkt *make_pkt(struct ndf *fx, uint32_t len, uint8_t seed)
 {
 	struct uvn_pkt *p = uvn_pkt_alloc(fx->small);
 
@@ -273,22 +241,22 @@ static struct uvn_pkt *make_pkt(struct fixture *fx, uint32_t len, uint8_t seed)
 }
 
 /* Post one RX buffer whose first bytes are @hdr and the rest 0xee. */
-static void guest_post_with(struct fixture *fx, uint8_t *buf, uint32_t size,
+static void guest_post_with(struct ndf *fx, uint8_t *buf, uint32_t size,
 			    const struct virtio_net_hdr_v1 *hdr)
 {
-	struct uvn_sg sg = rp_sg(buf, size);
+	struct uvn_sg sg = tq_sg(buf, size);
 
 	memset(buf, 0xee, size);
 	memcpy(buf, hdr, sizeof(*hdr));
-	assert_int_equal(uvn_vq_drv_add(fx->rp.drv, &sg, 0, 1, buf, 0), 0);
-	uvn_vq_drv_kick_prepare(fx->rp.drv);
+	assert_int_equal(uvn_vq_drv_add(fx->ring.drv, &sg, 0, 1, buf, 0), 0);
+	uvn_vq_drv_kick_prepare(fx->ring.drv);
 }
 
 /* The header goes in only where the buffer does not hold it already: the
  * result is the same bytes either way, one differing byte is enough. */
 static void test_rx_header_written_where_it_differs(void **state)
 {
-	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
+	struct ndf *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
 	const struct virtio_net_hdr_v1 want = { .num_buffers = htole16(1) };
 	struct virtio_net_hdr_v1 pre[3] = { want, want, want };
 	static uint8_t bufs[3][256];
@@ -302,7 +270,7 @@ static void test_rx_header_written_where_it_differs(void **state)
 		guest_post_with(fx, bufs[i], sizeof(bufs[i]), &pre[i]);
 	for (unsigned i = 0; i < 3; i++)
 		assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
-	assert_int_equal(guest_reclaim(fx, done, 3), 3);
+	assert_int_equal(tq_take(&fx->ring, done, 3), 3);
 	for (unsigned i = 0; i < 3; i++) {
 		assert_ptr_equal(done[i].token, bufs[i]);
 		assert_int_equal(done[i].len, 12 + 60);
@@ -315,7 +283,7 @@ static void test_rx_header_written_where_it_differs(void **state)
 
 static void test_rx_mergeable_spreads_frame(void **state)
 {
-	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
+	struct ndf *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
 	struct uvn_pkt *p = make_pkt(fx, 2500, 5);
 	struct uvn_vq_done done[4];
 	struct virtio_net_hdr_v1 h;
@@ -325,7 +293,7 @@ static void test_rx_mergeable_spreads_frame(void **state)
 	guest_post(fx, 4, 1000);
 	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
 	assert_int_equal(fx->notified, 1);
-	assert_int_equal(guest_reclaim(fx, done, 4), 3);
+	assert_int_equal(tq_take(&fx->ring, done, 4), 3);
 	assert_int_equal(done[0].len, 1000); /* every buffer but the last full */
 	assert_int_equal(done[1].len, 1000);
 	assert_int_equal(done[2].len, 12 + 2500 - 2000);
@@ -342,7 +310,7 @@ static void test_rx_mergeable_spreads_frame(void **state)
 
 static void test_rx_mergeable_no_buffer_lost_when_short(void **state)
 {
-	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
+	struct ndf *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
 	struct uvn_pkt *p = make_pkt(fx, 2500, 6);
 	struct uvn_vq_done done[4];
 
@@ -350,10 +318,10 @@ static void test_rx_mergeable_no_buffer_lost_when_short(void **state)
 	guest_post(fx, 2, 1000);
 	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 0);
 	assert_int_equal(fx->q.st.drop_nobuf, 1);
-	assert_int_equal(guest_reclaim(fx, done, 4), 0);
+	assert_int_equal(tq_take(&fx->ring, done, 4), 0);
 	guest_post(fx, 1, 1000); /* now three: the same two come first */
 	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
-	assert_int_equal(guest_reclaim(fx, done, 4), 3);
+	assert_int_equal(tq_take(&fx->ring, done, 4), 3);
 	assert_int_equal(done[2].len, 512);
 	uvn_pkt_free(p);
 	teardown_fx(fx);
@@ -361,7 +329,7 @@ static void test_rx_mergeable_no_buffer_lost_when_short(void **state)
 
 static void test_rx_single_drops_too_big_keeps_chain(void **state)
 {
-	struct fixture *fx = setup(BASE, false);
+	struct ndf *fx = setup(BASE, false);
 	struct uvn_pkt *p[2] = { make_pkt(fx, 1600, 7), make_pkt(fx, 1514, 8) };
 	struct uvn_vq_done done[2];
 	struct virtio_net_hdr_v1 h;
@@ -370,7 +338,7 @@ static void test_rx_single_drops_too_big_keeps_chain(void **state)
 	guest_post(fx, 1, 1526);
 	assert_int_equal(uvn_netdev_rx(&fx->q, p, 2), 1);
 	assert_int_equal(fx->q.st.drop_toobig, 1);
-	assert_int_equal(guest_reclaim(fx, done, 2), 1);
+	assert_int_equal(tq_take(&fx->ring, done, 2), 1);
 	assert_int_equal(done[0].len, 1526);
 	memcpy(&h, done[0].token, sizeof(h));
 	assert_int_equal(le16toh(h.num_buffers), 1);
@@ -380,7 +348,7 @@ static void test_rx_single_drops_too_big_keeps_chain(void **state)
 }
 
 /* An Ethernet/IPv4/UDP frame with a partial checksum, as a guest stack makes it. */
-static struct uvn_pkt *udp_partial(struct fixture *fx, uint32_t payload)
+static struct uvn_pkt *udp_partial(struct ndf *fx, uint32_t payload)
 {
 	struct uvn_pkt *p = make_pkt(fx, 14 + 20 + 8 + payload, 9);
 	uint8_t *f = p->buf, *ip = f + 14, *udp = ip + 20;
@@ -411,7 +379,7 @@ static struct uvn_pkt *udp_partial(struct fixture *fx, uint32_t payload)
 
 static void test_rx_completes_checksum_for_guest_without_csum(void **state)
 {
-	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
+	struct ndf *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
 	struct uvn_pkt *p = udp_partial(fx, 1500);
 	struct uvn_vq_done done[4];
 	struct virtio_net_hdr_v1 h;
@@ -422,7 +390,7 @@ static void test_rx_completes_checksum_for_guest_without_csum(void **state)
 	guest_post(fx, 4, 1024);
 	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
 	assert_int_equal(fx->q.st.csum_sw, 1);
-	assert_int_equal(guest_reclaim(fx, done, 4), 2);
+	assert_int_equal(tq_take(&fx->ring, done, 4), 2);
 	memcpy(&h, done[0].token, sizeof(h));
 	assert_int_equal(h.flags, 0);
 	memcpy(frame, (uint8_t *)done[0].token + 12, 1012);
@@ -445,7 +413,7 @@ static void test_rx_completes_checksum_for_guest_without_csum(void **state)
 
 static void test_rx_passes_partial_checksum_to_guest_with_csum(void **state)
 {
-	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF) | F(VIRTIO_NET_F_GUEST_CSUM), false);
+	struct ndf *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF) | F(VIRTIO_NET_F_GUEST_CSUM), false);
 	struct uvn_pkt *p = udp_partial(fx, 100);
 	struct uvn_vq_done done[2];
 	struct virtio_net_hdr_v1 h;
@@ -454,7 +422,7 @@ static void test_rx_passes_partial_checksum_to_guest_with_csum(void **state)
 	guest_post(fx, 1, 1024);
 	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
 	assert_int_equal(fx->q.st.csum_sw, 0);
-	assert_int_equal(guest_reclaim(fx, done, 2), 1);
+	assert_int_equal(tq_take(&fx->ring, done, 2), 1);
 	memcpy(&h, done[0].token, sizeof(h));
 	assert_int_equal(h.flags, VIRTIO_NET_HDR_F_NEEDS_CSUM);
 	assert_int_equal(le16toh(h.csum_start), 34);
@@ -466,13 +434,13 @@ static void test_rx_passes_partial_checksum_to_guest_with_csum(void **state)
 
 static void test_rx_readable_buffer_breaks_queue(void **state)
 {
-	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
+	struct ndf *fx = setup(BASE | F(VIRTIO_NET_F_MRG_RXBUF), false);
 	struct uvn_pkt *p = make_pkt(fx, 60, 1);
-	struct uvn_sg sg = rp_sg(rxmem[0], 1000);
+	struct uvn_sg sg = tq_sg(rxmem[0], 1000);
 
 	(void)state;
-	assert_int_equal(uvn_vq_drv_add(fx->rp.drv, &sg, 1, 0, (void *)1, 0), 0);
-	uvn_vq_drv_kick_prepare(fx->rp.drv);
+	assert_int_equal(uvn_vq_drv_add(fx->ring.drv, &sg, 1, 0, (void *)1, 0), 0);
+	uvn_vq_drv_kick_prepare(fx->ring.drv);
 	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 0);
 	assert_true(fx->q.broken);
 	assert_int_equal(fx->q.st.err_format, 1);
@@ -488,11 +456,11 @@ static int set_pairs(void *ctx, unsigned pairs)
 	return pairs <= 4 ? 0 : -1;
 }
 
-static uint8_t ctrl_cmd(struct fixture *fx, uint8_t class, uint8_t cmd, const void *data,
+static uint8_t ctrl_cmd(struct ndf *fx, uint8_t class, uint8_t cmd, const void *data,
 			uint32_t dlen)
 {
 	static uint8_t buf[1024], ack;
-	struct uvn_sg sg[2] = { rp_sg(buf, 2 + dlen), rp_sg(&ack, 1) };
+	struct uvn_sg sg[2] = { tq_sg(buf, 2 + dlen), tq_sg(&ack, 1) };
 	struct uvn_vq_done done;
 
 	buf[0] = class;
@@ -500,17 +468,17 @@ static uint8_t ctrl_cmd(struct fixture *fx, uint8_t class, uint8_t cmd, const vo
 	if (dlen)
 		memcpy(buf + 2, data, dlen);
 	ack = 0xaa;
-	assert_int_equal(uvn_vq_drv_add(fx->rp.drv, sg, 1, 1, buf, 0), 0);
-	uvn_vq_drv_kick_prepare(fx->rp.drv);
+	assert_int_equal(uvn_vq_drv_add(fx->ring.drv, sg, 1, 1, buf, 0), 0);
+	uvn_vq_drv_kick_prepare(fx->ring.drv);
 	assert_int_equal(uvn_netdev_ctrl(&fx->q, set_pairs, NULL), 1);
-	assert_int_equal(guest_reclaim(fx, &done, 1), 1);
+	assert_int_equal(tq_take(&fx->ring, &done, 1), 1);
 	assert_int_equal(done.len, 1);
 	return ack;
 }
 
 static void test_ctrl_commands(void **state)
 {
-	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_CTRL_VQ) | F(VIRTIO_NET_F_MQ) |
+	struct ndf *fx = setup(BASE | F(VIRTIO_NET_F_CTRL_VQ) | F(VIRTIO_NET_F_MQ) |
 				   F(VIRTIO_NET_F_CTRL_RX) | F(VIRTIO_NET_F_CTRL_MAC_ADDR), true);
 	uint16_t pairs = htole16(2), toomany = htole16(8);
 	uint8_t on = 1, mac[6] = { 2, 0, 0, 0, 0, 1 };
@@ -552,7 +520,7 @@ static uint32_t mac_tables(uint8_t *d, const uint8_t *u, uint32_t nu, const uint
  * change nothing. */
 static void test_ctrl_rx_filter(void **state)
 {
-	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_CTRL_VQ) | F(VIRTIO_NET_F_CTRL_RX) |
+	struct ndf *fx = setup(BASE | F(VIRTIO_NET_F_CTRL_VQ) | F(VIRTIO_NET_F_CTRL_RX) |
 				   F(VIRTIO_NET_F_CTRL_MAC_ADDR), true);
 	static const uint8_t own[6] = { 2, 0, 0, 0, 0, 1 }, uni[6] = { 2, 0, 0, 0, 0, 2 },
 			     other[6] = { 2, 0, 0, 0, 0, 3 }, multi[6] = { 1, 0, 0x5e, 0, 0, 1 },
@@ -608,7 +576,7 @@ static void test_ctrl_rx_filter(void **state)
 /* Without CTRL_MAC_ADDR the address cannot be set (spec: the feature gates it). */
 static void test_ctrl_mac_addr_needs_feature(void **state)
 {
-	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_CTRL_VQ) | F(VIRTIO_NET_F_CTRL_RX), true);
+	struct ndf *fx = setup(BASE | F(VIRTIO_NET_F_CTRL_VQ) | F(VIRTIO_NET_F_CTRL_RX), true);
 	static const uint8_t own[6] = { 2, 0, 0, 0, 0, 1 }, other[6] = { 2, 0, 0, 0, 0, 3 };
 	struct uvn_rx_filter filter;
 	uint8_t off = 0;
@@ -634,28 +602,31 @@ static void test_ctrl_mac_addr_needs_feature(void **state)
  */
 static struct vring_packed_desc *rearm_ring;
 static unsigned rearm_left, rearm_pos;
-static void *xlate_rearming(void *ctx, uint64_t addr, uint64_t *len)
+static void rearm_on_xlate(void *ctx, uint64_t addr, uint64_t len)
 {
+	(void)ctx;
+	(void)addr;
+	(void)len;
 	if (rearm_left) {
 		rearm_left--;
 		rearm_ring[rearm_pos].flags ^= htole16(1u << VRING_PACKED_DESC_F_AVAIL |
 						       1u << VRING_PACKED_DESC_F_USED);
 		rearm_pos = (rearm_pos + 1) % 4;
 	}
-	return rp_xlate(ctx, addr, len);
 }
 
 static void test_ctrl_overrun_breaks_queue(void **state)
 {
 	uint64_t f = BASE | F(VIRTIO_NET_F_CTRL_VQ) | F(VIRTIO_F_RING_PACKED) | F(VIRTIO_F_IN_ORDER);
 	static uint8_t cmd[2] = { VIRTIO_NET_CTRL_ANNOUNCE, VIRTIO_NET_CTRL_ANNOUNCE_ACK };
-	struct ringpair rp;
-	struct uvn_netdev_q q;
+	struct uvn_netdev_q q = { 0 };
+	struct tq ring;
 
 	(void)state;
-	assert_int_equal(ringpair_init_xlate(&rp, 4, f, xlate_rearming), 0);
-	uvn_netdev_q_init(&q, rp.dev, f, true);
-	rearm_ring = rp.mem;
+	tq_pair(&ring, 4, f);
+	ring.m.hook = rearm_on_xlate;
+	uvn_netdev_q_init(&q, ring.dev, f, true);
+	rearm_ring = pq_desc(&ring, 0);
 	for (unsigned i = 0; i < 4; i++) {
 		rearm_ring[i].addr = htole64((uint64_t)(uintptr_t)cmd);
 		rearm_ring[i].len = htole32(2);
@@ -667,24 +638,24 @@ static void test_ctrl_overrun_breaks_queue(void **state)
 	assert_int_equal(uvn_netdev_ctrl(&q, set_pairs, NULL), 4);
 	assert_true(q.broken);
 	assert_int_equal(q.ring_err, -UVN_VQ_E_OVERRUN);
-	assert_int_equal(uvn_vq_dev_stats(rp.dev)->err[UVN_VQ_E_OVERRUN], 1);
-	assert_true((uvn_vq_dev_used_state(rp.dev) & 0x7fff) < 4);
-	ringpair_fini(&rp);
+	assert_int_equal(uvn_vq_dev_stats(ring.dev)->err[UVN_VQ_E_OVERRUN], 1);
+	assert_true((uvn_vq_dev_used_state(ring.dev) & 0x7fff) < 4);
+	tq_teardown(&ring);
 }
 
 static void test_ctrl_without_ack_buffer_is_counted(void **state)
 {
-	struct fixture *fx = setup(BASE | F(VIRTIO_NET_F_CTRL_VQ), true);
+	struct ndf *fx = setup(BASE | F(VIRTIO_NET_F_CTRL_VQ), true);
 	static uint8_t buf[4] = { VIRTIO_NET_CTRL_ANNOUNCE, VIRTIO_NET_CTRL_ANNOUNCE_ACK };
-	struct uvn_sg sg = rp_sg(buf, 2);
+	struct uvn_sg sg = tq_sg(buf, 2);
 	struct uvn_vq_done done;
 
 	(void)state;
-	assert_int_equal(uvn_vq_drv_add(fx->rp.drv, &sg, 1, 0, buf, 0), 0);
-	uvn_vq_drv_kick_prepare(fx->rp.drv);
+	assert_int_equal(uvn_vq_drv_add(fx->ring.drv, &sg, 1, 0, buf, 0), 0);
+	uvn_vq_drv_kick_prepare(fx->ring.drv);
 	assert_int_equal(uvn_netdev_ctrl(&fx->q, set_pairs, NULL), 1);
 	assert_int_equal(fx->q.st.ctrl_err, 1);
-	assert_int_equal(guest_reclaim(fx, &done, 1), 1);
+	assert_int_equal(tq_take(&fx->ring, &done, 1), 1);
 	assert_int_equal(done.len, 0);
 	teardown_fx(fx);
 }

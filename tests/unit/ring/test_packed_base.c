@@ -7,18 +7,9 @@
  * its backend was restarted) is refused, the queue broken. Both halves in
  * process, buffers in plain memory.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
-#include <cmocka.h>
-#include <linux/virtio_config.h>
-#include <linux/virtio_ring.h>
-#include <uvnet/virtqueue.h>
+#include "ring_test.h"
 
 /* lib/ring/packed_dev.c (its one caller is lib/vhost_user/ring_msgs.c). */
 const char *uvn_packed_dev_check_base(struct uvn_vq_dev *vq, bool fresh);
@@ -28,17 +19,9 @@ const char *uvn_packed_dev_check_base(struct uvn_vq_dev *vq, bool fresh);
 #define FEATURES (1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_F_RING_PACKED)
 #define F_AVAIL (1u << VRING_PACKED_DESC_F_AVAIL)
 
-/* Buffers in plain memory: an address is a pointer, whole. */
-static void *plain_mem(void *ctx, uint64_t addr, uint64_t *len)
-{
-	(void)len;
-	return ctx ? NULL : (void *)(uintptr_t)addr;
-}
-
+/* The ring fixture with buffers in plain memory (TQ_HOST). */
 struct rig {
-	struct uvn_vq_drv *drv;
-	void *ring;
-	struct uvn_vq_layout lay;
+	struct tq q;
 	uint8_t bufs[NUM][BUF];
 	unsigned next_buf;
 	unsigned done;  /* chains (one descriptor each) completed so far */
@@ -52,32 +35,19 @@ static uint16_t done_base(const struct rig *r)
 
 static void setup(struct rig *r)
 {
-	struct uvn_vq_drv_cfg c = { .num = NUM, .features = FEATURES };
-
 	memset(r, 0, sizeof(*r));
-	uvn_vq_layout(true, NUM, &r->lay);
-	r->ring = aligned_alloc(4096, (r->lay.size + 4095) / 4096 * 4096);
-	assert_non_null(r->ring);
-	c.ring = r->ring;
-	assert_int_equal(uvn_vq_drv_create(&c, &r->drv), 0);
+	tq_setup(&r->q, NUM, FEATURES, TQ_DRV | TQ_NO_ALLOC | TQ_HOST);
 }
 
 static void teardown_rig(struct rig *r)
 {
-	uvn_vq_drv_destroy(r->drv);
-	free(r->ring);
+	tq_teardown(&r->q);
 }
 
 /* A device at avail @a and used @u (position | wrap << 15). */
 static struct uvn_vq_dev *dev_at(struct rig *r, uint16_t a, uint16_t u)
 {
-	struct uvn_vq_dev_cfg c = {
-		.num = NUM, .features = FEATURES,
-		.desc = (char *)r->ring + r->lay.desc, .driver = (char *)r->ring + r->lay.driver,
-		.device = (char *)r->ring + r->lay.device, .xlate = plain_mem,
-		.avail_idx = a & 0x7fff, .avail_wrap = a >> 15,
-		.used_idx = u & 0x7fff, .used_wrap = u >> 15,
-	};
+	struct uvn_vq_dev_cfg c = tq_dev_cfg(&r->q, a & 0x7fff, a >> 15, u & 0x7fff, u >> 15);
 	struct uvn_vq_dev *d = NULL;
 
 	assert_int_equal(uvn_vq_dev_create(&c, &d), 0);
@@ -87,10 +57,8 @@ static struct uvn_vq_dev *dev_at(struct rig *r, uint16_t a, uint16_t u)
 static void post(struct rig *r, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++, r->next_buf++)
-		assert_int_equal(uvn_vq_drv_add_one(r->drv,
-						    (uint64_t)(uintptr_t)r->bufs[r->next_buf % NUM],
-						    BUF, true, r->bufs), 0);
-	uvn_vq_drv_publish(r->drv);
+		tq_give(&r->q, r->bufs[r->next_buf % NUM], BUF, true);
+	uvn_vq_drv_publish(r->q.drv);
 }
 
 /*
@@ -111,7 +79,7 @@ static void run(struct rig *r, unsigned n, bool refill)
 		assert_int_equal(uvn_vq_dev_pop(dev, &ch, &iov, 1), 1);
 		uvn_vq_dev_push(dev, &ch, 1);
 		uvn_vq_dev_flush(dev);
-		assert_int_equal(uvn_vq_drv_get_used(r->drv, &done, 1), 1);
+		assert_int_equal(tq_take(&r->q, &done, 1), 1);
 		if (refill)
 			post(r, 1);
 		r->done++;
@@ -233,7 +201,7 @@ static void test_chain_being_written(void **state)
 	(void)state;
 	setup(&r);
 	post(&r, 2);
-	d = (struct vring_packed_desc *)((char *)r.ring + r.lay.desc);
+	d = pq_desc(&r.q, 0);
 	d[3].flags = htole16(F_AVAIL | VRING_DESC_F_NEXT);
 	d[4].flags = htole16(F_AVAIL);
 	expect_ok(&r, 1u << 15, true);
