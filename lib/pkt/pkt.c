@@ -10,6 +10,8 @@
 
 #include <uvnet/pkt.h>
 
+#include "util/abi.h"
+
 struct uvn_pkt_pool {
 	struct uvn_pkt **free;   /* stack of free descriptors */
 	unsigned nfree, count;
@@ -24,7 +26,7 @@ int uvn_pkt_pool_create(const struct uvn_pkt_pool_cfg *cfg, struct uvn_pkt_pool 
 {
 	struct uvn_pkt_pool *pool;
 
-	if (!cfg->count)
+	if (!cfg->count || !UVN_RESERVED_ZERO(cfg))
 		return -EINVAL;
 	pool = calloc(1, sizeof(*pool));
 	if (!pool)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "inflight.h"
+#include "util/abi.h"
 #include "vq.h"
 
 #define CACHE_LINE 64
@@ -132,7 +133,7 @@ int uvn_vq_drv_create(const struct uvn_vq_drv_cfg *cfg, struct uvn_vq_drv **out)
 	struct uvn_vq_drv *vq;
 	int ret;
 
-	if (!cfg->ring || ((uintptr_t)cfg->ring & 15))
+	if (!cfg->ring || ((uintptr_t)cfg->ring & 15) || !UVN_RESERVED_ZERO(cfg))
 		return -UVN_VQ_E_INVAL;
 	ret = uvn_vq_layout(packed, cfg->num, &lay);
 	if (ret)
@@ -360,7 +361,7 @@ int uvn_vq_dev_create(const struct uvn_vq_dev_cfg *cfg, struct uvn_vq_dev **out)
 	ret = uvn_vq_layout(packed, cfg->num, &lay);
 	if (ret)
 		return ret;
-	if (!cfg->desc || !cfg->driver || !cfg->device || !cfg->xlate)
+	if (!cfg->desc || !cfg->driver || !cfg->device || !cfg->xlate || !UVN_RESERVED_ZERO(cfg))
 		return -UVN_VQ_E_INVAL;
 	if (!ring_aligned(cfg, packed))
 		return -UVN_VQ_E_INVAL;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "net/driver/drv.h"
+#include "util/abi.h"
 #include "util/log.h"
 
 #define PROTO_WANT (1ull << VHOST_USER_PROTOCOL_F_MQ | 1ull << VHOST_USER_PROTOCOL_F_REPLY_ACK | \
@@ -372,7 +373,8 @@ static int check_cfg(const struct uvn_drv_cfg *c)
 	    c->queue_size > UVN_VQ_MAX_SIZE || c->mtu < 68 || c->mtu > 65535 ||
 	    c->desc_cache_thr == 0 || c->desc_cache_thr > UVN_DRV_DESC_CACHE_MAX ||
 	    (unsigned)c->mrg_sizing > UVN_MRG_MTU_ONLY || (unsigned)c->rx_mode > UVN_RX_MERGEABLE ||
-	    (unsigned)c->ring > UVN_RING_PACKED || c->tx_free_thresh > c->queue_size)
+	    (unsigned)c->ring > UVN_RING_PACKED || c->tx_free_thresh > c->queue_size ||
+	    !UVN_RESERVED_ZERO(c))
 		return -EINVAL;
 	if (c->ring == UVN_RING_SPLIT && (c->queue_size & (c->queue_size - 1)))
 		return -EINVAL;
