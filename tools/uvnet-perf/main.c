@@ -4,6 +4,7 @@
  * uvnet-perf(1) for the command line and the JSON fields.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <uvnet/version.h>
@@ -27,25 +28,32 @@ int main(int argc, char **argv)
 {
 	static struct pt_opts o;
 	char err[256], cmdline[sizeof(o.cmdline)];
+	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	int r;
 
 	/* Before getopt reorders argv. */
 	keep_cmdline(cmdline, sizeof(cmdline), argc, argv);
+	if (!args) {
+		fprintf(stderr, "uvnet-perf: out of memory\n");
+		return 1;
+	}
+	memcpy(args, argv, (size_t)argc * sizeof(*args));
 	r = pt_parse(argc, argv, &o, err, sizeof(err));
 
-	if (r == 2) {
+	if (r == 2)
 		printf("uvnet-perf %s\n", UVN_VERSION_STRING);
-		return 0;
-	}
-	if (r > 0) {
+	else if (r > 0)
 		pt_usage(stdout);
-		return 0;
-	}
-	if (r < 0) {
+	else if (r < 0)
 		fprintf(stderr, "uvnet-perf: %s (--help lists the options)\n", err);
-		return 2;
+	if (r) {
+		free(args);
+		return r < 0 ? 2 : 0;
 	}
 	memcpy(o.cmdline, cmdline, sizeof(o.cmdline));
+	if (o.json)
+		pt_json_metadata(stdout, &o, argc, args);
+	free(args);
 	pt_proc_init();
 	switch (o.what) {
 	case PT_RUN_TEST: r = pt_single(&o); break;

@@ -76,7 +76,10 @@ void pt_usage(FILE *f)
 	      "      --device-cpu N   (default 0)     --driver-cpu N  (default 1)\n"
 	      "      --uvnetd PATH    --testpmd PATH\n\n"
 	      "Output:\n"
-	      "  -j, --json           one JSON object per test, no progress lines\n"
+	      "  -j, --json           a metadata object, then one JSON object per test with\n"
+	      "                       its per-interval records; no progress lines\n"
+	      "  -i, --interval S     seconds per interval record and progress line, 0.2..3600\n"
+	      "                       (default 1)\n"
 	      "  -q, --quiet          no progress lines\n"
 	      "  -h, --help           this text\n"
 	      "      --version        the version\n",
@@ -240,6 +243,7 @@ static const struct option longopts[] = {
 	{ "runs", required_argument, NULL, O_RUNS },
 	{ "plot", required_argument, NULL, O_PLOT },
 	{ "json", no_argument, NULL, 'j' },
+	{ "interval", required_argument, NULL, 'i' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -312,6 +316,7 @@ static int parse_run(int opt, const char *v, struct pt_opts *o)
 	case O_UVNETD: o->uvnetd = v; break;
 	case O_TESTPMD: o->testpmd = v; break;
 	case 'j': o->json = true; break;
+	case 'i': r = num(v, PT_INTERVAL_MIN, PT_INTERVAL_MAX, &o->interval); break;
 	case 'q': o->quiet = true; break;
 	default: return 1;
 	}
@@ -349,10 +354,11 @@ int pt_parse(int argc, char **argv, struct pt_opts *o, char *err, size_t errlen)
 	memset(o, 0, sizeof(*o));
 	pt_cfg_defaults(&o->cfg);
 	o->runs = 1;
+	o->interval = 1;
 	o->what = PT_RUN_DEFAULT;
 	optind = 0; /* 0, not 1: glibc then forgets a previous parse's state too */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "t:d:s:l:w:r:m:M:Q:c:jqh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:d:s:l:w:r:m:M:Q:c:i:jqh", longopts, NULL)) != -1) {
 		int r;
 
 		if (c == 'h')

@@ -72,6 +72,17 @@ struct pt_cfg {
 
 enum pt_status { PT_OK, PT_NA, PT_ERR };
 
+/* --interval: seconds per record of the measured window (uvnetd reports every 0.2 s). */
+#define PT_INTERVAL_MIN 0.2
+#define PT_INTERVAL_MAX 3600.0
+
+/* One interval of a test's measured window, by the receiver's counters and clock. */
+struct pt_interval {
+	double start_s, end_s;      /* offsets into the measured window */
+	uint64_t frames, bytes;     /* rr: frames = 2 x transactions (request and response) */
+	uint64_t trans;             /* rr */
+};
+
 struct pt_latency {
 	double p50, p99, p999, min, max, mean; /* microseconds */
 };
@@ -99,6 +110,11 @@ struct pt_result {
 	double rtt_ns;              /* cache-line round trip between the CPUs before the test */
 	double limit_frac;          /* result / physical limit */
 	char limit_basis[96];
+	bool windowed;              /* frames and bytes are known */
+	uint64_t frames, bytes;     /* in the measured window: what pps and gbps come from */
+	const struct pt_interval *iv; /* the window's intervals (their frames add up to
+				       * frames); valid until the next pt_run() */
+	unsigned n_iv;
 };
 
 /* Command-line state shared by the suites. */
@@ -109,6 +125,7 @@ struct pt_opts {
 	const char *plot_dir;
 	unsigned runs;
 	bool set_duration, set_warmup, set_runs, set_size, set_dir, set_mode;
+	double interval;            /* seconds per interval record and progress line */
 	const char *uvnetd, *testpmd;
 	char cmdline[512];          /* as typed, for the tables' headers */
 };
@@ -160,6 +177,8 @@ void pt_run(const struct pt_opts *o, const struct pt_cfg *c, struct pt_result *r
 void pt_json(FILE *f, const struct pt_result *r);
 /* The same object with @extra ("\"key\":value,...") added, for suites. */
 void pt_json_extra(FILE *f, const struct pt_result *r, const char *extra);
+/* The first JSON line: {"metadata":{version, commit, kernel, cpu, command line, ...}}. */
+void pt_json_metadata(FILE *f, const struct pt_opts *o, int argc, char *const *argv);
 void pt_table_head(FILE *f);
 void pt_table_row(FILE *f, const struct pt_result *r);
 /* "12.3 Mpps" style helpers */

@@ -12,7 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <uvnet/version.h>
+
 #include "perf.h"
+#include "perf_commit.h"
 #include "util/json.h"
 
 /* A number with @decimals digits after the point, or null. */
@@ -84,6 +87,35 @@ static void json_latency(FILE *f, const struct pt_result *r)
 		l->p50, l->p99, l->p999, l->min, l->max, l->mean);
 }
 
+/* The measured window's frames and its intervals, iperf3 -J style. */
+static void json_window(FILE *f, const struct pt_result *r)
+{
+	bool rr = r->cfg.test == PT_RR;
+
+	if (r->windowed)
+		fprintf(f, ",\"frames\":%" PRIu64 ",\"bytes\":%" PRIu64, r->frames, r->bytes);
+	else
+		fputs(",\"frames\":null,\"bytes\":null", f);
+	fputs(",\"intervals\":[", f);
+	for (unsigned i = 0; i < r->n_iv; i++) {
+		const struct pt_interval *v = &r->iv[i];
+		double secs = v->end_s - v->start_s;
+
+		fprintf(f, "%s{\"start_s\":%.6f,\"end_s\":%.6f,\"frames\":%" PRIu64
+			   ",\"bytes\":%" PRIu64, i ? "," : "", v->start_s, v->end_s, v->frames,
+			v->bytes);
+		fputs(",\"mpps\":", f);
+		fprintf(f, "%.6f", secs > 0 ? (double)v->frames / secs / 1e6 : 0.0);
+		fputs(",\"gbit_per_s\":", f);
+		fprintf(f, "%.6f", secs > 0 ? (double)v->bytes * 8 / secs / 1e9 : 0.0);
+		if (rr)
+			fprintf(f, ",\"transactions\":%" PRIu64 "}", v->trans);
+		else
+			fputs(",\"transactions\":null}", f);
+	}
+	fputc(']', f);
+}
+
 void pt_json(FILE *f, const struct pt_result *r)
 {
 	pt_json_extra(f, r, NULL);
@@ -127,6 +159,7 @@ void pt_json_extra(FILE *f, const struct pt_result *r, const char *extra)
 	jstr(f, "regime", pt_known(r->rtt_ns) ? pt_regime(r->rtt_ns) : "unknown");
 	jnum(f, "limit_fraction", r->limit_frac, 4);
 	jstr(f, "limit_basis", r->limit_basis);
+	json_window(f, r);
 	if (extra && *extra)
 		fprintf(f, ",%s", extra);
 	fputs("}\n", f);
@@ -215,29 +248,86 @@ static const char *load_average(void)
 	return buf;
 }
 
-void pt_print_machine(FILE *f, const char *prefix)
+/* The first "model name" of /proc/cpuinfo into @model (unchanged if none). */
+static void cpu_model(char *model, size_t n)
 {
-	char model[128] = "unknown CPU", line[256], date[64];
-	struct utsname u;
-	time_t now = time(NULL);
+	char line[256];
 	FILE *ci = fopen("/proc/cpuinfo", "r");
 
 	while (ci && fgets(line, sizeof(line), ci)) {
 		char *colon = strchr(line, ':');
 
 		if (!strncmp(line, "model name", 10) && colon) {
-			snprintf(model, sizeof(model), "%s", colon + 2);
+			snprintf(model, n, "%s", colon + 2);
 			model[strcspn(model, "\n")] = 0;
 			break;
 		}
 	}
 	if (ci)
 		fclose(ci);
+}
+
+void pt_print_machine(FILE *f, const char *prefix)
+{
+	char model[128] = "unknown CPU", date[64];
+	struct utsname u;
+	time_t now = time(NULL);
+
+	cpu_model(model, sizeof(model));
 	uname(&u);
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime(&now));
 	fprintf(f, "%s%s, %s, %ld CPUs, Linux %s %s, uvnet %s, load average %s\n", prefix, date,
 		model, sysconf(_SC_NPROCESSORS_ONLN), u.release, u.machine, UVN_PERF_VERSION,
 		load_average());
+}
+
+/*
+ * What iperf3 -J puts under "start": what ran, where and when, so a result
+ * file says which build on which machine made it. The commit is the one
+ * the build saw (git at build time, never at run time), null if none.
+ */
+void pt_json_metadata(FILE *f, const struct pt_opts *o, int argc, char *const *argv)
+{
+	char model[128] = "", date[32];
+	struct utsname u;
+	time_t now = time(NULL);
+
+	cpu_model(model, sizeof(model));
+	fputs("{\"metadata\":{\"tool\":\"uvnet-perf\"", f);
+	jstr(f, "version", UVN_VERSION_STRING);
+	if (UVN_PERF_COMMIT[0])
+		jstr(f, "commit", UVN_PERF_COMMIT);
+	else
+		fputs(",\"commit\":null", f);
+	if (!uname(&u)) {
+		fputs(",\"kernel\":{", f);
+		fputs("\"sysname\":", f);
+		uvn_json_str(f, u.sysname);
+		jstr(f, "release", u.release);
+		jstr(f, "version", u.version);
+		jstr(f, "machine", u.machine);
+		fputc('}', f);
+	} else {
+		fputs(",\"kernel\":null", f);
+	}
+	fputs(",\"cpu\":{\"model\":", f);
+	if (model[0])
+		uvn_json_str(f, model);
+	else
+		fputs("null", f);
+	fprintf(f, ",\"count\":%ld}", sysconf(_SC_NPROCESSORS_ONLN));
+	fputs(",\"command_line\":[", f);
+	for (int i = 0; i < argc; i++) {
+		if (i)
+			fputc(',', f);
+		uvn_json_str(f, argv[i]);
+	}
+	fputc(']', f);
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	jstr(f, "start_time", date);
+	jnum(f, "interval_s", o->interval, 3);
+	fputs("}}\n", f);
+	fflush(f);
 }
 
 void pt_subtitle(char *out, size_t n, const char *what, double rtt_ns)

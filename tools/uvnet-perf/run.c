@@ -7,8 +7,10 @@
  * result.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -202,16 +204,65 @@ static bool died(struct run *x, struct pt_side *s)
 	return false;
 }
 
-/* Sleep @secs, one progress line a second. */
-static bool timed(struct run *x, const char *phase, double secs, double *clock)
+/*
+ * The receiver's counters at an interval's edge, if they moved on since the
+ * last edge (uvnetd's counters are its latest report, maybe the same one).
+ * The window's end always goes in, replacing edges not before it, so the
+ * intervals add up to the window whatever was sampled in between.
+ */
+static void edge_add(struct run *x, const struct pt_counts *c, bool end)
+{
+	while (end && x->nedge > 1 && x->edge[x->nedge - 1].t_ns >= c->t_ns)
+		x->nedge--;
+	if (!x->edge || !c->valid || (x->nedge && c->t_ns <= x->edge[x->nedge - 1].t_ns))
+		return;
+	if (x->nedge == x->edge_cap) {
+		if (!end)
+			return;
+		x->nedge--;
+	}
+	x->edge[x->nedge++] = *c;
+}
+
+/* Room for the edges of @secs in steps of the interval (a static buffer: one test at a time). */
+static void edges_reserve(struct run *x, double secs, double step)
+{
+	static struct pt_counts *buf;
+	static unsigned cap;
+	double want = ceil(secs / step) + 3;
+	struct pt_counts *p;
+
+	x->nedge = 0;
+	x->edge_cap = 0;
+	x->edge = NULL;
+	if (want > 1e7)
+		return;
+	if ((unsigned)want > cap) {
+		p = realloc(buf, (size_t)want * sizeof(*buf));
+		if (!p)
+			return; /* no intervals, the test itself runs */
+		buf = p;
+		cap = (unsigned)want;
+	}
+	x->edge = buf;
+	x->edge_cap = cap;
+}
+
+static double interval(const struct run *x)
+{
+	return x->o->interval > 0 ? x->o->interval : 1;
+}
+
+/* Sleep @secs, one progress line (and with @edges, one interval edge) per interval. */
+static bool timed(struct run *x, const char *phase, double secs, double *clock, bool edges)
 {
 	struct pt_counts prev = { 0 };
 	uint64_t cpu_prev[2] = { 0, 0 };
-	double left = secs;
+	double left = secs, iv = interval(x);
 
 	progress(x, phase, *clock, &prev, cpu_prev);
 	while (left > 0) {
-		double step = left < 1 ? left : 1;
+		double step = left < iv ? left : iv;
 
 		if (!pt_sleep(step))
 			return false;
@@ -221,7 +272,12 @@ static bool timed(struct run *x, const char *phase, double secs, double *clock)
 			return died(x, &x->dev);
 		if (x->drv.child.pid && !pt_alive(&x->drv.child))
 			return died(x, &x->drv);
+		/* progress() leaves the newest counters in prev: the sample
+		 * it takes anyway is the edge, no second request. The end's
+		 * edge is the window's last snapshot (measure()). */
 		progress(x, phase, *clock, &prev, cpu_prev);
+		if (edges && left > 1e-9)
+			edge_add(x, &prev, false);
 	}
 	return true;
 }
@@ -246,21 +302,27 @@ static bool snap_both(struct run *x, uint64_t after, struct pt_counts *d, struct
 
 static bool measure(struct run *x)
 {
+	bool dev_receives = run_receiver(x) == &x->dev;
 	double clock = 0;
 
-	if (x->c->warmup > 0 && !timed(x, " warm-up", x->c->warmup, &clock))
+	if (x->c->warmup > 0 && !timed(x, " warm-up", x->c->warmup, &clock, false))
 		return false;
 	x->t0 = pt_now_ns();
 	cpu_read(x, 0);
 	set_measure(x, 1);
 	if (!snap_both(x, x->t0, &x->d0, &x->v0))
 		return false;
-	if (!timed(x, "", x->c->duration, &clock))
+	edges_reserve(x, x->c->duration, interval(x));
+	edge_add(x, dev_receives ? &x->d0 : &x->v0, false);
+	if (!timed(x, "", x->c->duration, &clock, true))
 		return false;
 	x->t1 = pt_now_ns();
 	cpu_read(x, 1);
 	set_measure(x, 0);
-	return snap_both(x, x->t1, &x->d1, &x->v1);
+	if (!snap_both(x, x->t1, &x->d1, &x->v1))
+		return false;
+	edge_add(x, dev_receives ? &x->d1 : &x->v1, true);
+	return true;
 }
 
 /* Stop both, the receiver last so it counts every frame the sender's side delivered. */

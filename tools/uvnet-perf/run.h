@@ -14,6 +14,10 @@ struct run {
 	uint64_t t0, t1;                    /* the window, for CPU times */
 	uint64_t cpu_dev[2], cpu_drv[2];
 	bool cpu_dev_ok, cpu_drv_ok;
+	/* The receiver's counters at the edges of the intervals: the first is
+	 * the window's start, the last its end (run.c's static buffer). */
+	struct pt_counts *edge;
+	unsigned nedge, edge_cap;
 };
 
 /* Mark the result failed (the first reason wins). */

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -18,33 +19,75 @@ static double per_kb(double cpu, double bytes_per_s)
 	return pt_known(cpu) && bytes_per_s > 0 ? cpu * 1e6 / (bytes_per_s / 1024) : NAN;
 }
 
+/*
+ * Frames and frame bytes the receiver counted from @a to @b. Bytes as the
+ * receiver counted them: a device may segment a TSO frame for a driver
+ * without GUEST_TSO, and then frames x size is wrong.
+ */
+static void window(const struct run *x, const struct pt_counts *a, const struct pt_counts *b,
+		   uint64_t *frames, uint64_t *bytes)
+{
+	const struct pt_cfg *c = x->c;
+	uint64_t n = run_received(x, b) - run_received(x, a);
+
+	*frames = c->test == PT_RR ? 2 * n : n; /* request and response */
+	if (c->test != PT_RR && a->have_bytes && b->have_bytes &&
+	    !strcmp(x->r->measured_at, "receiver"))
+		*bytes = b->rx_bytes - a->rx_bytes;
+	else
+		*bytes = *frames * c->size;
+}
+
 static void rates(struct run *x, double *bytes_per_s)
 {
 	struct pt_result *r = x->r;
 	const struct pt_cfg *c = x->c;
 	bool dev = run_receiver(x) == &x->dev;
 	const struct pt_counts *a = dev ? &x->d0 : &x->v0, *b = dev ? &x->d1 : &x->v1;
-	double secs = (double)(b->t_ns - a->t_ns) / 1e9, rate;
+	double secs = (double)(b->t_ns - a->t_ns) / 1e9;
 
 	if (b->t_ns <= a->t_ns) {
 		run_fail(x, "the receiver's counters did not advance");
 		return;
 	}
-	rate = (double)(run_received(x, b) - run_received(x, a)) / secs;
+	window(x, a, b, &r->frames, &r->bytes);
+	r->windowed = true;
 	r->secs = secs;
-	if (c->test == PT_RR) {
-		r->tps = rate;
-		r->pps = 2 * rate; /* request and response */
-	} else {
-		r->pps = rate;
-	}
-	/* Frame bytes as the receiver counted them: a device may segment a TSO
-	 * frame for a driver without GUEST_TSO, and then frames x size is wrong. */
-	if (c->test != PT_RR && a->have_bytes && b->have_bytes && !strcmp(r->measured_at, "receiver"))
-		*bytes_per_s = (double)(b->rx_bytes - a->rx_bytes) / secs;
-	else
-		*bytes_per_s = r->pps * c->size;
+	r->pps = (double)r->frames / secs;
+	if (c->test == PT_RR)
+		r->tps = (double)(r->frames / 2) / secs;
+	*bytes_per_s = (double)r->bytes / secs;
 	r->gbps = *bytes_per_s * 8 / 1e9;
+}
+
+/* One record per pair of neighbouring edges (run.c): they add up to the window. */
+static void intervals(struct run *x)
+{
+	static struct pt_interval *buf;
+	static unsigned cap;
+	struct pt_result *r = x->r;
+	const struct pt_counts *e = x->edge;
+
+	if (!r->windowed || x->nedge < 2)
+		return;
+	if (x->nedge - 1 > cap) {
+		struct pt_interval *p = realloc(buf, (x->nedge - 1) * sizeof(*buf));
+
+		if (!p)
+			return;
+		buf = p;
+		cap = x->nedge - 1;
+	}
+	for (unsigned i = 0; i + 1 < x->nedge; i++) {
+		struct pt_interval *v = &buf[i];
+
+		v->start_s = (double)(e[i].t_ns - e[0].t_ns) / 1e9;
+		v->end_s = (double)(e[i + 1].t_ns - e[0].t_ns) / 1e9;
+		window(x, &e[i], &e[i + 1], &v->frames, &v->bytes);
+		v->trans = x->c->test == PT_RR ? v->frames / 2 : 0;
+	}
+	r->iv = buf;
+	r->n_iv = x->nedge - 1;
 }
 
 /*
@@ -192,6 +235,7 @@ void run_compute(struct run *x)
 
 	check_sides(x);
 	rates(x, &bytes_per_s);
+	intervals(x);
 	cpu(x, bytes_per_s);
 	notifications(x);
 	totals(x);

@@ -20,6 +20,7 @@ enum {
 	F_BOOL = 16,
 	F_NULL = 32,    /* may be null */
 	F_LAT = 64,     /* latency object {p50, p99, p999, min, max, mean} */
+	F_IV = 128,     /* the intervals array (perf_interval_schema) */
 };
 
 struct field {
@@ -78,6 +79,20 @@ static const struct field perf_schema[] = {
 	{ "regime", F_STR, "near|far|contended|unknown", 0 },
 	{ "limit_fraction", F_NUM | F_NULL, NULL, 0 },
 	{ "limit_basis", F_STR, NULL, 0 },
+	{ "frames", F_UINT | F_NULL, NULL, 0 },
+	{ "bytes", F_UINT | F_NULL, NULL, 0 },
+	{ "intervals", F_IV, NULL, 0 },
+};
+
+/* Each record of "intervals": offsets into the measured window, what arrived. */
+static const struct field perf_interval_schema[] = {
+	{ "start_s", F_NUM, NULL, 0 },
+	{ "end_s", F_NUM, NULL, 0 },
+	{ "frames", F_UINT, NULL, 0 },
+	{ "bytes", F_UINT, NULL, 0 },
+	{ "mpps", F_NUM, NULL, 0 },
+	{ "gbit_per_s", F_NUM, NULL, 0 },
+	{ "transactions", F_UINT | F_NULL, NULL, 0 },
 };
 
 /* Fields the suites add. */
@@ -94,5 +109,13 @@ static const struct field perf_schema_suite[] = {
  * @return NULL, or what is wrong (a static string)
  */
 const char *perf_schema_check(const struct js *obj, bool suite);
+
+/*
+ * The first line of --json, {"metadata":{...}}: uvnet's version (@version),
+ * the commit (40 hex digits or null), the kernel as uname says, the CPU
+ * model and count, the command line as an array of strings, the start
+ * time in UTC ISO 8601, the interval. @return NULL, or what is wrong
+ */
+const char *perf_metadata_check(const struct js *line, const char *version);
 
 #endif

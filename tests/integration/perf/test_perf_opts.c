@@ -180,6 +180,29 @@ static void errors_say_what(void **state)
 	assert_int_equal(parse("--version", &o, err), 2);
 }
 
+/* --interval: seconds per JSON interval record, within its range, named when refused. */
+static void interval_option(void **state)
+{
+	static const char *const bad[] = { "-i 0", "--interval 0.1", "--interval 3601",
+					   "--interval -1", "-i abc", "--interval" };
+	struct pt_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse("stream", &o, err), 0);
+	assert_true(o.interval == 1.0);
+	assert_int_equal(parse("stream --interval 0.5 --json", &o, err), 0);
+	assert_true(o.interval == 0.5);
+	assert_int_equal(parse("-i 3600", &o, err), 0);
+	assert_true(o.interval == 3600.0);
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse(bad[i], &o, err), -EINVAL);
+		assert_non_null(strstr(err, "--interval"));
+	}
+	assert_int_equal(parse("stream --interval 0", &o, err), -EINVAL);
+	assert_string_equal(err, "bad value '0' for --interval (a number from 0.2 to 3600)");
+}
+
 static void histogram(void **state)
 {
 	static struct pt_hist h;
@@ -246,6 +269,7 @@ int main(void)
 		cmocka_unit_test(names_sizes_and_sides),
 		cmocka_unit_test(suites),
 		cmocka_unit_test(errors_say_what),
+		cmocka_unit_test(interval_option),
 		cmocka_unit_test(histogram),
 		cmocka_unit_test(json_reader),
 	};

@@ -3,9 +3,10 @@
  * uvnet-perf against uvnetd, short runs of every test type: each JSON
  * object matches the schema, and the numbers make sense as numbers (never
  * as speeds): what arrived is what was sent minus the reported drops, CPU
- * is a fraction of one core, rr latencies are positive and ordered. Also:
- * n/a and error rows are still valid objects, and Ctrl-C leaves no process
- * or file behind.
+ * is a fraction of one core, rr latencies are positive and ordered, the
+ * per-interval records add up to the measured window. Also: the metadata
+ * line comes first, n/a and error rows are still valid objects, a bad
+ * --interval is refused, and Ctrl-C leaves no process or file behind.
  *
  * Usage: test_perf_run UVNET_PERF UVNETD
  */
@@ -20,10 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <uvnet/version.h>
 
 #include "util/json_read.h"
 #include "schema.h"
@@ -50,10 +53,35 @@ static int run(const char *args, char *out, size_t n)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* Every line is an object that passes the schema; @return how many lines. */
+static double metadata_interval;
+
+/* The first line: what ran where, this build and this machine. */
+static void metadata(const struct js *o)
+{
+	const struct js *m = js_get(o, "metadata"), *a;
+	struct utsname u;
+	bool json = false;
+
+	assert_int_equal(uname(&u), 0);
+	assert_string_equal(js_get(js_get(m, "kernel"), "release")->str, u.release);
+	assert_string_equal(js_get(js_get(m, "kernel"), "machine")->str, u.machine);
+	assert_true(js_num(js_get(js_get(m, "cpu"), "count"), 0) == (double)sysconf(_SC_NPROCESSORS_ONLN));
+	a = js_get(m, "command_line")->child;
+	assert_string_equal(a->str, perf);
+	for (; a; a = a->next)
+		json |= !strcmp(a->str, "--json");
+	assert_true(json);
+	metadata_interval = js_num(js_get(m, "interval_s"), 0);
+}
+
+/*
+ * The metadata line, then objects that pass the schema (intervals adding
+ * up included); @return how many test objects.
+ */
 static unsigned each_object(char *out, bool suite, void (*check)(const struct js *o))
 {
 	unsigned n = 0;
+	bool first = true;
 
 	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
 		struct js_doc d;
@@ -61,6 +89,15 @@ static unsigned each_object(char *out, bool suite, void (*check)(const struct js
 
 		if (js_parse(&d, line))
 			fail_msg("not JSON (%s): %s", d.err, line);
+		if (first) {
+			bad = perf_metadata_check(d.root, UVN_VERSION_STRING);
+			if (bad)
+				fail_msg("metadata: %s in %s", bad, line);
+			metadata(d.root);
+			js_free(&d);
+			first = false;
+			continue;
+		}
 		bad = perf_schema_check(d.root, suite);
 		if (bad)
 			fail_msg("schema: %s in %s", bad, line);
@@ -151,6 +188,33 @@ static void pair_paced(void **s)
 	snprintf(cmd, sizeof(cmd), "stream --pair -s 4096 -M event --rate 0.5 %s", SHORT);
 	assert_int_equal(run(cmd, out, sizeof(out)), 0);
 	assert_int_equal(each_object(out, false, paced), 1);
+}
+
+static unsigned n_intervals;
+
+static void counted_intervals(const struct js *o)
+{
+	sane(o);
+	n_intervals = 0;
+	for (const struct js *r = js_get(o, "intervals")->child; r; r = r->next)
+		n_intervals++;
+}
+
+/* --interval sets the records' length; a value out of range is refused, naming it. */
+static void intervals_and_metadata(void **s)
+{
+	char out[8192];
+
+	(void)s;
+	assert_int_equal(run("stream -d rx -s 1518 -l 2 -w 0.2 -i 0.5", out, sizeof(out)), 0);
+	assert_int_equal(each_object(out, false, counted_intervals), 1);
+	assert_true(metadata_interval == 0.5);
+	/* 4 by the clock; at least the end and one sample in between on a loaded machine */
+	assert_true(n_intervals >= 2);
+	assert_int_equal(run("rr -l 1 -w 0.2 --interval 0.25", out, sizeof(out)), 0);
+	assert_int_equal(each_object(out, false, counted_intervals), 1);
+	assert_int_equal(run("stream -i 0.1 " SHORT, out, sizeof(out)), 2);
+	assert_string_equal(out, ""); /* no metadata, nothing ran */
 }
 
 static void na_is_an_object(const struct js *o)
@@ -287,6 +351,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(pair_stream),     cmocka_unit_test(pair_rr),
 		cmocka_unit_test(queues),          cmocka_unit_test(pair_paced),
 		cmocka_unit_test(not_available_and_errors),
+		cmocka_unit_test(intervals_and_metadata),
 		cmocka_unit_test(default_suite_short), cmocka_unit_test(seeds_suite_objects),
 		cmocka_unit_test(interrupt_cleans_up),
 	};
