@@ -21,6 +21,7 @@
 #include "util/json_read.h"
 #include "util/log.h"
 #include "util/loop.h"
+#include "util/mac.h"
 #include "vhost_user/backend.h"
 
 #define RETRY_NS 1000000000ull
@@ -86,16 +87,7 @@ static bool query(struct uvn_qmp *q)
 
 static bool parse_mac(const struct js *v, uint8_t *mac)
 {
-	unsigned b[6];
-	char end;
-
-	if (!v || v->type != JS_STR || strlen(v->str) != 17 ||
-	    sscanf(v->str, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
-		   &end) != 6)
-		return false;
-	for (unsigned i = 0; i < 6; i++)
-		mac[i] = (uint8_t)b[i];
-	return true;
+	return v && v->type == JS_STR && !uvn_mac_parse(v->str, mac);
 }
 
 /* A MAC table, or its overflow as a count past what the filter keeps. */

@@ -4,6 +4,8 @@
 
 #include "ctl_parse.h"
 #include "net/device/netdev.h"
+#include "switch/fdb.h"
+#include "util/mac.h"
 
 #define SEP " \t\r\n"
 #define MAX_WORDS 5
@@ -78,28 +80,14 @@ static int parse_save(char **w, unsigned n, struct uvnetd_ctl_cmd *cmd)
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = (char)(c | 0x20);
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* aa:bb:cc:dd:ee:ff, two hex digits a byte. */
+/* aa:bb:cc:dd:ee:ff, as the FDB's key. */
 static int parse_mac(const char *s, uint64_t *mac)
 {
-	uint64_t m = 0;
+	uint8_t m[6];
 
-	for (int i = 0; i < 6; i++) {
-		int hi = hexval(*s++), lo = hi < 0 ? -1 : hexval(*s++);
-
-		if (lo < 0 || *s != (i == 5 ? 0 : ':'))
-			return -EINVAL;
-		s += i < 5;
-		m = m << 8 | (uint64_t)(hi << 4 | lo);
-	}
-	*mac = m;
+	if (uvn_mac_parse(s, m))
+		return -EINVAL;
+	*mac = uvn_mac_key(m);
 	return 0;
 }
 
