@@ -515,6 +515,19 @@ static uint32_t mac_tables(uint8_t *d, const uint8_t *u, uint32_t nu, const uint
 	return len + 4 + 6 * nm;
 }
 
+/* @f as a device's after reset, the queue's; then promiscuous mode off
+ * through the control queue. */
+static void filter_not_promisc(struct ndf *fx, struct uvn_rx_filter *f)
+{
+	uint8_t off = 0;
+
+	memset(f, 0, sizeof(*f));
+	uvn_rx_filter_reset(f);
+	fx->q.filter = f;
+	assert_int_equal(ctrl_cmd(fx, VIRTIO_NET_CTRL_RX, VIRTIO_NET_CTRL_RX_PROMISC, &off, 1),
+			 VIRTIO_NET_OK);
+}
+
 /* The control queue's receive modes and MAC tables reach the filter;
  * malformed tables and commands without their feature are refused and
  * change nothing. */
@@ -526,15 +539,11 @@ static void test_ctrl_rx_filter(void **state)
 			     other[6] = { 2, 0, 0, 0, 0, 3 }, multi[6] = { 1, 0, 0x5e, 0, 0, 1 },
 			     mother[6] = { 0x33, 0x33, 0, 0, 0, 1 };
 	struct uvn_rx_filter filter;
-	uint8_t off = 0, on = 1, d[64];
+	uint8_t on = 1, d[64];
 	uint32_t len, n;
 
 	(void)state;
-	memset(&filter, 0, sizeof(filter));
-	uvn_rx_filter_reset(&filter);
-	fx->q.filter = &filter;
-	assert_int_equal(ctrl_cmd(fx, VIRTIO_NET_CTRL_RX, VIRTIO_NET_CTRL_RX_PROMISC, &off, 1),
-			 VIRTIO_NET_OK);
+	filter_not_promisc(fx, &filter);
 	assert_int_equal(ctrl_cmd(fx, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET, own, 6),
 			 VIRTIO_NET_OK);
 	len = mac_tables(d, uni, 1, multi, 1);
@@ -579,14 +588,9 @@ static void test_ctrl_mac_addr_needs_feature(void **state)
 	struct ndf *fx = setup(BASE | F(VIRTIO_NET_F_CTRL_VQ) | F(VIRTIO_NET_F_CTRL_RX), true);
 	static const uint8_t own[6] = { 2, 0, 0, 0, 0, 1 }, other[6] = { 2, 0, 0, 0, 0, 3 };
 	struct uvn_rx_filter filter;
-	uint8_t off = 0;
 
 	(void)state;
-	memset(&filter, 0, sizeof(filter));
-	uvn_rx_filter_reset(&filter);
-	fx->q.filter = &filter;
-	assert_int_equal(ctrl_cmd(fx, VIRTIO_NET_CTRL_RX, VIRTIO_NET_CTRL_RX_PROMISC, &off, 1),
-			 VIRTIO_NET_OK);
+	filter_not_promisc(fx, &filter);
 	assert_int_equal(ctrl_cmd(fx, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET, own, 6),
 			 VIRTIO_NET_ERR);
 	/* no address known: unicast still passes */
