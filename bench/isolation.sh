@@ -17,6 +17,16 @@
 # shows them in the last attacked run (broken queues and non-zero error
 # counters), uvnetd's RSS, and the attacker's own summary.
 #
+# The attacker and the pair share CPU 1 (two CPUs: uvnetd has the other),
+# and an attacker that spins takes part of the pair's CPU whatever uvnetd
+# does; a profile shows it (full-tx: the hostile process got a quarter of
+# the samples at SCHED_IDLE, the pair a third less). So each attack that
+# keeps a CPU busy also gets a control run, interleaved (A C B A C B ...):
+# idle-spin (the same set-up and spin, nothing posted, kicked or asked),
+# ctl-show for port-churn (the same ctl clients asking `show ports`). The
+# "÷ ctrl" column, the pair with the attacker over the pair with the
+# control, is what the attack costs through uvnetd. --no-controls skips it.
+#
 # port-churn is not an attack but an operator: a port added and removed
 # 100 times over the run (uvnetd ctl add-port/del-port), to show what that
 # costs the pair (issue 14: ports changed live keep >= 95 % of the rate).
@@ -26,17 +36,17 @@
 # Usage: bench/isolation.sh [--uvnetd PATH] [--perf PATH] [--hostile PATH]
 #            [--runs N] [--seconds S] [--warmup S] [--size N] [--mode event|poll]
 #            [--attacks "packed-batch stale-ring ..."] [--attacker-cpu N]
-#            [--attacker-sched idle|normal] [--keep]   (--keep: leave the work dir)
+#            [--attacker-sched idle|normal] [--keep] [--no-controls]   (--keep: leave the work dir)
 # Defaults: uvnetd from build-release, else build-test; uvnet-perf and
 # uvnet-hostile from the same build dir; 5 runs of 5 s after 1 s warm-up,
 # 1518 B frames, event mode (where a drain without a budget and a blocked
 # fd write bite), uvnetd on CPU 0, the pair on CPU 1, the attacker on CPU 1
-# as SCHED_IDLE (it gets the CPU the pair leaves: what is measured is what
-# its actions cost uvnetd, not what its spinning costs a 2-CPU machine).
+# as SCHED_IDLE (so that it takes little more than the CPU the pair
+# leaves; the control runs measure what it still takes).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
-RUNS=5 SECS=5 WARM=1 SIZE=1518 MODE=event ACPU=1 ASCHED=idle KEEP=0
+RUNS=5 SECS=5 WARM=1 SIZE=1518 MODE=event ACPU=1 ASCHED=idle KEEP=0 CONTROLS=1
 ATTACKS="packed-batch stale-ring blocking-fd kick-fd-swap full-tx full-tx@500 memfd-shrink kick-storm msg-flood rx-hoard sparse-mem port-churn"
 UVNETD= PERF= HOSTILE=
 while (($#)); do
@@ -53,7 +63,8 @@ while (($#)); do
 	--attacker-cpu) ACPU=$2; shift 2 ;;
 	--attacker-sched) ASCHED=$2; shift 2 ;;
 	--keep) KEEP=1; shift ;;
-	-h | --help) sed -n '2,35p' "$0"; exit 0 ;;
+	--no-controls) CONTROLS=0; shift ;;
+	-h | --help) sed -n '2,45p' "$0"; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -150,20 +161,32 @@ chmod +x "$WORK/uvnetd-wrap"
 
 # 100 add/del cycles of a port spread over the run's warm-up and
 # measurement (each cycle starts on its own schedule, a late one at once).
-churn() { # RUNDIR
-	local d=$1 i ok=0 t0 step
-	trap 'echo "rc=0 ops=$ok nacks=$((i - 1 - ok)) errs=0 conn=up note=\"add/del cycles done of $((i - 1)) started (stopped early)\""; exit 0' TERM
+# ctl-show, its control, runs the same 200 ctl clients on the same
+# schedule, each asking `show ports`: what the clients themselves cost the
+# pair's CPU, apart from any change to uvnetd's ports.
+churn() { # RUNDIR port-churn|ctl-show
+	local d=$1 i ok=0 t0 step one=(add-port "vhost-user:$d/churn.sock" name=churn) two=(del-port churn)
+	[[ $2 == ctl-show ]] && one=(show ports) two=(show ports)
+	trap 'echo "rc=0 ops=$ok nacks=$((i - 1 - ok)) errs=0 conn=up note=\"cycles done of $((i - 1)) started (stopped early)\""; exit 0' TERM
 	t0=$(date +%s%N) step=$(((WARM + SECS) * 10000000))
 	for i in $(seq 100); do
 		# on the attacker's CPU and class: what is measured is uvnetd's cost
-		taskset -c "$ACPU" "${CHRT[@]}" "$UVNETD" ctl "$d/ctl.sock" add-port \
-			"vhost-user:$d/churn.sock" name=churn >/dev/null &&
-			taskset -c "$ACPU" "${CHRT[@]}" "$UVNETD" ctl "$d/ctl.sock" del-port churn \
+		taskset -c "$ACPU" "${CHRT[@]}" "$UVNETD" ctl "$d/ctl.sock" "${one[@]}" >/dev/null &&
+			taskset -c "$ACPU" "${CHRT[@]}" "$UVNETD" ctl "$d/ctl.sock" "${two[@]}" \
 				>/dev/null && ok=$((ok + 1))
 		local wait_ns=$((t0 + i * step - $(date +%s%N)))
 		((wait_ns > 0)) && sleep "$(awk -v n="$wait_ns" 'BEGIN{printf "%.3f", n / 1e9}')"
 	done
-	echo "rc=0 ops=$ok nacks=$((100 - ok)) errs=0 conn=up note=\"add/del cycles done of 100\""
+	echo "rc=0 ops=$ok nacks=$((100 - ok)) errs=0 conn=up note=\"cycles done of 100\""
+}
+
+# The control run of an attack that keeps a CPU busy: the same CPU use
+# without the attack (idle-spin, ctl-show); none for the attacks that sleep.
+control_of() { # ATTACK
+	case ${1%@*} in
+	packed-batch | full-tx | kick-storm | msg-flood) echo idle-spin ;;
+	port-churn) echo ctl-show ;;
+	esac
 }
 
 N=0 RUN_DIR=
@@ -180,9 +203,9 @@ one() {
 		--driver-cpu 1 >"$d/perf.json" 2>"$d/perf.err" &
 	p=$!
 	PIDS+=("$p")
-	if [[ $a == port-churn ]]; then
+	if [[ $a == port-churn || $a == ctl-show ]]; then
 		for i in $(seq 100); do [[ -S $d/ctl.sock ]] && break; sleep 0.05; done
-		churn "$d" >"$d/hostile.out" 2>"$d/hostile.err" &
+		churn "$d" "$a" >"$d/hostile.out" 2>"$d/hostile.err" &
 		h=$!
 		PIDS+=("$h")
 		echo "$h" >"$d/hostile.pid"
@@ -262,15 +285,20 @@ field() { [[ -f $1 ]] && cat "$1" || echo "${2:--}"; }
 
 echo "# isolation: uvnet-perf stream --pair, $SIZE B, $MODE mode, $RUNS interleaved runs of ${SECS}s (+${WARM}s warm-up) per attack"
 echo "# uvnetd $UVNETD (git $(git -C "$BUILD/.." rev-parse --short HEAD 2>/dev/null)), $(date -u +%FT%TZ), $(nproc) CPUs; uvnetd CPU 0, pair CPU 1, attacker CPU $ACPU ($ASCHED)"
-printf '| %-12s | %-20s | %-20s | %-5s | %-28s | %-12s | %s | %s |\n' attack "pair Gb/s alone" "with attacker" ratio \
-	"uvnetd (attacked runs)" "stop (max)" "hostile queues/connection (ctl, last run); uvnetd RSS" "attacker (last run)"
-printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' -------------- ---------------------- ---------------------- ------- \
-	------------------------------ -------------- ---- ----
+printf '| %-12s | %-20s | %-20s | %-5s | %-30s | %-7s | %-28s | %-12s | %s | %s |\n' attack "pair Gb/s alone" \
+	"with attacker" ratio "with its control (name)" "÷ ctrl" "uvnetd (attacked runs)" "stop (max)" \
+	"hostile queues/connection (ctl, last run); uvnetd RSS" "attacker (last run)"
+printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' -------------- ---------------------- ---------------------- ------- \
+	-------------------------------- --------- ------------------------------ -------------- ---- ----
 for a in $ATTACKS; do
-	A=() B=() fates=() stops=() last=
+	A=() B=() C=() fates=() stops=() last= ctl=$( ((CONTROLS)) && control_of "$a")
 	for _ in $(seq "$RUNS"); do
 		if [[ $a == *@* ]]; then one "none@${a#*@}"; else one none; fi
 		A+=("$(gbps "$RUN_DIR")")
+		if [[ -n $ctl ]]; then
+			one "$ctl"
+			C+=("$(gbps "$RUN_DIR")")
+		fi
 		one "$a"
 		d=$RUN_DIR
 		B+=("$(gbps "$d")")
@@ -283,12 +311,19 @@ for a in $ATTACKS; do
 	read -r am amin amax <<<"$(stats "${A[@]}")"
 	read -r bm bmin bmax <<<"$(stats "${B[@]}")"
 	ratio=$(awk -v a="$am" -v b="$bm" 'BEGIN{printf "%.2f", (a > 0 ? b / a : 0)}')
+	cm=- cmin=- cmax=- cratio=-
+	if [[ -n $ctl ]]; then
+		read -r cm cmin cmax <<<"$(stats "${C[@]}")"
+		cratio=$(awk -v c="$cm" -v b="$bm" 'BEGIN{printf "%.2f", (c > 0 ? b / c : 0)}')
+		cm=$(printf '%.2f (%.2f-%.2f) %s' "$cm" "$cmin" "$cmax" "$ctl")
+	fi
 	fate=$(printf '%s\n' "${fates[@]}" | sort | uniq -c | awk '{c=$1; $1=""; printf "%s%s %d/'"$RUNS"'", (NR > 1 ? ", " : ""), substr($0, 2), c}')
 	stop=$(printf '%s\n' "${stops[@]}" | awk '/SIGKILL/ {k++} /ms$/ {if ($1 > m) m = $1} END {if (k) print "SIGKILL " k "x"; else if (m != "") print m " ms"; else print "-"}')
 	rss=$(cat "$last/rss" 2>/dev/null)
 	st=$(hostile_state "$last")
 	[[ $rss =~ ^[0-9]+$ ]] && st="$st; RSS $((rss / 1024)) MB"
 	att=$(sed -n 's/.*rc=\([-0-9]*\) ops=\([0-9]*\) nacks=\([0-9]*\) errs=\([0-9]*\) conn=\([a-z]*\) note="\(.*\)"/rc \1, ops \2, nacks \3, conn \5 \6/p' "$last/hostile.out" 2>/dev/null)
-	printf '| %-12s | %5.2f (%5.2f-%5.2f)  | %5.2f (%5.2f-%5.2f)  | %5s | %-28s | %-12s | %s | %s |\n' "$a" \
-		"$am" "$amin" "$amax" "$bm" "$bmin" "$bmax" "$ratio" "$fate" "$stop" "$st" "${att:-none}"
+	printf '| %-12s | %5.2f (%5.2f-%5.2f)  | %5.2f (%5.2f-%5.2f)  | %5s | %-30s | %-7s | %-28s | %-12s | %s | %s |\n' \
+		"$a" "$am" "$amin" "$amax" "$bm" "$bmin" "$bmax" "$ratio" "$cm" "$cratio" "$fate" "$stop" "$st" \
+		"${att:-none}"
 done

@@ -228,3 +228,27 @@ int attack_rx_hoard(struct hfe *h, const struct hfe_opts *o, double end)
 		h->note = note;
 	return 0;
 }
+
+/* --------------------------------------------------------------- idle-spin */
+
+/* Not an attack: the control run for the spinning ones. It sets up the
+ * session as full-tx does and spins the same loop on the same CPU, but
+ * never posts, kicks or asks anything. What the pair loses to it is what
+ * any busy process on its CPU would take, so an attack's cost to uvnetd is
+ * its ratio over this one's, not over 1. */
+int attack_idle_spin(struct hfe *h, const struct hfe_opts *o, double end)
+{
+	unsigned num = o->qsize ? o->qsize : 256;
+	struct hring *t = &h->tx;
+	int r = hfe_start(h, o->path, 0, 16u << 20, num);
+
+	if (r)
+		return r;
+	while (hfe_running(end)) {
+		uint16_t used = atomic_load_explicit((_Atomic uint16_t *)&t->used->idx,
+						     memory_order_acquire);
+
+		h->ops += used == t->avail_idx; /* always: nothing was posted */
+	}
+	return 0;
+}
