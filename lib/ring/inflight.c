@@ -3,6 +3,8 @@
  * In-flight tracking (see inflight.h): attaching a slice, recovering what
  * it says after a restart, and the used side of the split protocol.
  *
+ * Split rings; packed ones are in inflight_packed.c.
+ *
  * Publication order, and what a crash at each point leaves:
  *   push:  desc[head].next = last_batch_head; last_batch_head = head
  *   flush: used->idx stored (the driver sees the batch)
@@ -45,9 +47,11 @@ static const char *const errstr[UVN_INFLIGHT_E__COUNT] = {
 	[UVN_INFLIGHT_E_HEAD] = "last-batch list names a head out of range",
 	[UVN_INFLIGHT_E_FLAG] = "in-flight flag neither 0 nor 1",
 	[UVN_INFLIGHT_E_COUNTER] = "in-flight counters repeat or are exhausted",
-	[UVN_INFLIGHT_E_PACKED] = "packed rings are not tracked",
 	[UVN_INFLIGHT_E_NOMEM] = "out of memory",
 	[UVN_INFLIGHT_E_BUSY] = "chains popped before the region was attached",
+	[UVN_INFLIGHT_E_POS] = "free head, used position or wrap counter out of range",
+	[UVN_INFLIGHT_E_LIST] = "entry lists loop, cross or leave entries out",
+	[UVN_INFLIGHT_E_ID] = "buffer id out of range or held twice",
 };
 
 const char *uvn_inflight_strerror(int code)
@@ -59,74 +63,72 @@ const char *uvn_inflight_strerror(int code)
 	return errstr[code];
 }
 
-/* Region accessors: the frontend may write the region at any time, so
- * each field is read once, through volatile. */
-static uint16_t rd16(const uint16_t *p)
+void uvn_inflight_zero(void *p, size_t n)
 {
-	return *(const volatile uint16_t *)p;
-}
+	volatile uint8_t *b = p;
 
-static void wr16(uint16_t *p, uint16_t v)
-{
-	*(volatile uint16_t *)p = v;
+	for (size_t i = 0; i < n; i++)
+		b[i] = 0;
 }
-
-static void wr8(uint8_t *p, uint8_t v)
-{
-	*(volatile uint8_t *)p = v;
-}
-
-struct marked {
-	uint64_t counter;
-	uint16_t head;
-};
 
 static int by_counter(const void *a, const void *b)
 {
-	const struct marked *x = a, *y = b;
+	const struct uvn_inflight_marked *x = a, *y = b;
 
 	return x->counter < y->counter ? -1 : x->counter > y->counter;
+}
+
+int uvn_inflight_order(struct uvn_inflight *t, struct uvn_inflight_marked *m, unsigned n)
+{
+	qsort(m, n, sizeof(m[0]), by_counter);
+	for (unsigned k = 0; k < n; k++) {
+		/* Counters are handed out once each, increasing: a repeat is a
+		 * region nobody of ours wrote, and one at the end would wrap. */
+		if ((k && m[k].counter == m[k - 1].counter) || m[k].counter == UINT64_MAX)
+			return UVN_INFLIGHT_E_COUNTER;
+		t->resubmit[k] = m[k].head;
+	}
+	t->nresubmit = (uint16_t)n;
+	t->counter = n ? m[n - 1].counter : 0;
+	return 0;
 }
 
 /* A slice never used: a fresh start from the ring's indices. */
 static void init_slice(struct uvn_inflight_split *r, uint16_t num, uint16_t used)
 {
-	volatile uint8_t *p = (volatile uint8_t *)r->desc;
-
-	for (size_t i = 0; i < (size_t)num * sizeof(r->desc[0]); i++)
-		p[i] = 0;
+	uvn_inflight_zero(r->desc, (size_t)num * sizeof(r->desc[0]));
 	*(volatile uint64_t *)&r->features = 0;
-	wr16(&r->desc_num, num);
-	wr16(&r->last_batch_head, 0);
-	wr16(&r->used_idx, used);
+	uvn_slice_wr16(&r->desc_num, num);
+	uvn_slice_wr16(&r->last_batch_head, 0);
+	uvn_slice_wr16(&r->used_idx, used);
 	/* Valid only once complete. */
 	atomic_thread_fence(memory_order_release);
-	wr16(&r->version, 1);
+	uvn_slice_wr16(&r->version, 1);
 }
 
 /* The batch whose used index was published but not cleared (a crash
  * inside a flush): clear it now. */
 static int repair_batch(struct uvn_inflight_split *r, uint16_t num, uint16_t used)
 {
-	uint16_t n = (uint16_t)(used - rd16(&r->used_idx));
-	uint16_t head = rd16(&r->last_batch_head);
+	uint16_t n = (uint16_t)(used - uvn_slice_rd16(&r->used_idx));
+	uint16_t head = uvn_slice_rd16(&r->last_batch_head);
 
 	if (n > num)
 		return UVN_INFLIGHT_E_BATCH;
 	for (uint16_t k = 0; k < n; k++) {
 		if (head >= num)
 			return UVN_INFLIGHT_E_HEAD;
-		wr8(&r->desc[head].inflight, 0);
-		head = rd16(&r->desc[head].next);
+		uvn_slice_wr8(&r->desc[head].inflight, 0);
+		head = uvn_slice_rd16(&r->desc[head].next);
 	}
-	wr16(&r->used_idx, used);
+	uvn_slice_wr16(&r->used_idx, used);
 	return 0;
 }
 
 /* The heads still marked, oldest first, into t->resubmit. */
 static int collect(struct uvn_inflight *t, struct uvn_inflight_split *r)
 {
-	struct marked *m = malloc(sizeof(*m) * t->num);
+	struct uvn_inflight_marked *m = malloc(sizeof(*m) * t->num);
 	unsigned n = 0;
 	int ret = 0;
 
@@ -144,18 +146,7 @@ static int collect(struct uvn_inflight *t, struct uvn_inflight_split *r)
 			m[n++].head = i;
 		}
 	}
-	qsort(m, n, sizeof(m[0]), by_counter);
-	for (unsigned k = 0; k < n; k++) {
-		/* Counters are handed out once each, increasing: a repeat is a
-		 * region nobody of ours wrote, and one at the end would wrap. */
-		if ((k && m[k].counter == m[k - 1].counter) || m[k].counter == UINT64_MAX) {
-			ret = UVN_INFLIGHT_E_COUNTER;
-			goto out;
-		}
-		t->resubmit[k] = m[k].head;
-	}
-	t->nresubmit = (uint16_t)n;
-	t->counter = n ? m[n - 1].counter : 0;
+	ret = uvn_inflight_order(t, m, n);
 out:
 	free(m);
 	return ret;
@@ -166,7 +157,7 @@ static int recover(struct uvn_vq_dev *vq, struct uvn_inflight *t)
 	struct uvn_inflight_split *r = t->r;
 	/* The used index in guest memory is the truth, not ours. */
 	uint16_t used = uvn_load_acquire16(&vq->split.used->idx);
-	uint16_t version = rd16(&r->version);
+	uint16_t version = uvn_slice_rd16(&r->version);
 	int ret;
 
 	vq->split.used_idx = used;
@@ -176,9 +167,9 @@ static int recover(struct uvn_vq_dev *vq, struct uvn_inflight *t)
 	}
 	if (version != 1 || *(volatile uint64_t *)&r->features != 0)
 		return UVN_INFLIGHT_E_VERSION;
-	if (rd16(&r->desc_num) != t->num)
+	if (uvn_slice_rd16(&r->desc_num) != t->num)
 		return UVN_INFLIGHT_E_NUM;
-	if (rd16(&r->used_idx) != used) {
+	if (uvn_slice_rd16(&r->used_idx) != used) {
 		ret = repair_batch(r, t->num, used);
 		if (ret)
 			return ret;
@@ -187,7 +178,7 @@ static int recover(struct uvn_vq_dev *vq, struct uvn_inflight *t)
 	if (ret)
 		return ret;
 	/* Only a link value, never followed at run time. */
-	t->last_head = rd16(&r->last_batch_head);
+	t->last_head = uvn_slice_rd16(&r->last_batch_head);
 	/* Every chain popped is either used or still marked. */
 	vq->split.last_avail = (uint16_t)(used + t->nresubmit);
 	vq->split.shadow_avail = vq->split.last_avail;
@@ -200,7 +191,18 @@ static void free_tracker(struct uvn_inflight *t)
 		return;
 	free(t->batch);
 	free(t->resubmit);
+	free(t->ent);
+	free(t->entry);
 	free(t);
+}
+
+static int attach_split(struct uvn_vq_dev *vq, struct uvn_inflight *t, void *region, size_t len)
+{
+	if (len < sizeof(struct uvn_inflight_split) +
+		  (size_t)vq->num * sizeof(struct uvn_inflight_desc_split))
+		return UVN_INFLIGHT_E_SMALL;
+	t->r = region;
+	return recover(vq, t);
 }
 
 int uvn_vq_dev_inflight_attach(struct uvn_vq_dev *vq, void *region, size_t len)
@@ -208,17 +210,13 @@ int uvn_vq_dev_inflight_attach(struct uvn_vq_dev *vq, void *region, size_t len)
 	struct uvn_inflight *t;
 	int ret;
 
-	if (vq->packed)
-		return UVN_INFLIGHT_E_PACKED;
 	if (vq->held || vq->inflight)
 		return UVN_INFLIGHT_E_BUSY;
-	if (!region || len < sizeof(struct uvn_inflight_split) +
-				     (size_t)vq->num * sizeof(struct uvn_inflight_desc_split))
+	if (!region)
 		return UVN_INFLIGHT_E_SMALL;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return UVN_INFLIGHT_E_NOMEM;
-	t->r = region;
 	t->num = vq->num;
 	t->batch = calloc(vq->num, sizeof(*t->batch));
 	t->resubmit = calloc(vq->num, sizeof(*t->resubmit));
@@ -226,7 +224,10 @@ int uvn_vq_dev_inflight_attach(struct uvn_vq_dev *vq, void *region, size_t len)
 		free_tracker(t);
 		return UVN_INFLIGHT_E_NOMEM;
 	}
-	ret = recover(vq, t);
+	if (vq->packed)
+		ret = uvn_inflight_packed_attach(vq, t, region, len);
+	else
+		ret = attach_split(vq, t, region, len);
 	if (ret) {
 		free_tracker(t);
 		return ret;
@@ -260,8 +261,8 @@ void uvn_inflight_split_push(struct uvn_inflight *t, uint16_t head)
 	if (UVN_UNLIKELY(t->nbatch >= t->num || head >= t->num))
 		return;
 	t->batch[t->nbatch++] = head;
-	wr16(&r->desc[head].next, t->last_head);
-	wr16(&r->last_batch_head, head);
+	uvn_slice_wr16(&r->desc[head].next, t->last_head);
+	uvn_slice_wr16(&r->last_batch_head, head);
 	t->last_head = head;
 }
 
@@ -273,7 +274,7 @@ bool uvn_inflight_split_unpop(struct uvn_inflight *t, uint16_t head)
 		return true;
 	}
 	/* Read from the avail ring again later, marked again then. */
-	wr8(&t->r->desc[head].inflight, 0);
+	uvn_slice_wr8(&t->r->desc[head].inflight, 0);
 	return false;
 }
 
@@ -283,7 +284,7 @@ void uvn_inflight_split_published(struct uvn_inflight *t, uint16_t used_idx)
 
 	/* Called after the used index store and a full fence. */
 	for (uint16_t k = 0; k < t->nbatch; k++)
-		wr8(&r->desc[t->batch[k]].inflight, 0);
-	wr16(&r->used_idx, used_idx);
+		uvn_slice_wr8(&r->desc[t->batch[k]].inflight, 0);
+	uvn_slice_wr16(&r->used_idx, used_idx);
 	t->nbatch = 0;
 }

@@ -14,7 +14,7 @@
  * it is validated (and read once) at attach; the running tracker never
  * reads the region back (its batch list is kept privately too).
  *
- * Split rings only: a packed ring is refused at attach (UVN_INFLIGHT_E_PACKED).
+ * Split rings: inflight.c; packed rings: inflight_packed.c.
  */
 #ifndef UVN_RING_INFLIGHT_H
 #define UVN_RING_INFLIGHT_H
@@ -42,15 +42,36 @@ struct uvn_inflight_split {
 	struct uvn_inflight_desc_split desc[];
 };
 
-/* The packed layout (not tracked yet; its size decides the slice size). */
+/*
+ * The packed layout. A packed ring's descriptors are overwritten by used
+ * elements while other chains are still in flight, so the region keeps a
+ * copy of every descriptor popped, one entry each, taken from a free list;
+ * a chain's entries are linked by next, its head entry holds the rest.
+ */
 struct uvn_inflight_desc_packed {
-	uint8_t inflight;
+	uint8_t inflight;    /* head entry: 1 popped and not used yet */
 	uint8_t padding;
-	uint16_t next, last, num;
-	uint64_t counter;
-	uint16_t id, flags;
+	uint16_t next;       /* the next entry of the chain, or of the free list */
+	uint16_t last;       /* head entry: the chain's last entry */
+	uint16_t num;        /* head entry: ring descriptors of the chain */
+	uint64_t counter;    /* head entry: pop order */
+	uint16_t id, flags;  /* the descriptor as popped (host byte order) */
 	uint32_t len;
 	uint64_t addr;
+};
+
+struct uvn_inflight_packed {
+	uint64_t features;   /* 0 */
+	uint16_t version;    /* 1; 0 = never initialised */
+	uint16_t desc_num;   /* queue size */
+	uint16_t free_head;  /* the free list; desc_num: empty */
+	uint16_t old_free_head;
+	uint16_t used_idx;   /* the device's used position ... */
+	uint16_t old_used_idx;
+	uint8_t used_wrap_counter; /* ... and wrap counter */
+	uint8_t old_used_wrap_counter;
+	uint8_t padding[7];
+	struct uvn_inflight_desc_packed desc[];
 };
 
 #define UVN_INFLIGHT_PACKED_HDR 32u
@@ -58,6 +79,8 @@ struct uvn_inflight_desc_packed {
 _Static_assert(sizeof(struct uvn_inflight_desc_split) == 16, "split in-flight entry is 16 bytes");
 _Static_assert(sizeof(struct uvn_inflight_split) == 16, "split in-flight header is 16 bytes");
 _Static_assert(sizeof(struct uvn_inflight_desc_packed) == 32, "packed in-flight entry is 32 bytes");
+_Static_assert(sizeof(struct uvn_inflight_packed) == UVN_INFLIGHT_PACKED_HDR,
+	       "packed in-flight header is 32 bytes");
 
 /* Why attach refused a slice (positive codes). */
 enum {
@@ -69,23 +92,40 @@ enum {
 	UVN_INFLIGHT_E_HEAD,      /* a batch list entry >= the queue size */
 	UVN_INFLIGHT_E_FLAG,      /* inflight neither 0 nor 1 */
 	UVN_INFLIGHT_E_COUNTER,   /* two heads with one counter, or a counter at its end */
-	UVN_INFLIGHT_E_PACKED,    /* packed rings are not tracked */
 	UVN_INFLIGHT_E_NOMEM,
 	UVN_INFLIGHT_E_BUSY,      /* chains already popped: attach before the first pop */
+	UVN_INFLIGHT_E_POS,       /* packed: a free head, used position or wrap counter out of range */
+	UVN_INFLIGHT_E_LIST,      /* packed: entry lists loop, cross, or leave entries out */
+	UVN_INFLIGHT_E_ID,        /* packed: a buffer id out of range, or two chains with one */
 	UVN_INFLIGHT_E__COUNT
+};
+
+/* Our copy of a packed entry's links, never read back from the region. */
+struct uvn_inflight_ent {
+	uint16_t next, last, num, id;
 };
 
 /* The tracker of one queue (ring code only). */
 struct uvn_inflight {
-	struct uvn_inflight_split *r;  /* the queue's slice */
+	struct uvn_inflight_split *r;  /* the queue's slice (split) */
+	struct uvn_inflight_packed *p; /* the queue's slice (packed) */
 	uint16_t num;
 	uint64_t counter;              /* the last counter given */
-	uint16_t *batch;               /* heads pushed since the last flush */
+	uint16_t *batch;               /* heads (packed: head entries) pushed since the last flush */
 	uint16_t nbatch;
 	uint16_t last_head;            /* our copy of last_batch_head */
-	uint16_t *resubmit;            /* heads to pop again, oldest first */
+	uint16_t *resubmit;            /* heads (head entries) to pop again, oldest first */
 	uint16_t nresubmit, next_resubmit;
 	bool last_resubmitted;         /* the last pop came from resubmit[] */
+	/* packed */
+	struct uvn_inflight_ent *ent;
+	uint16_t *entry;               /* head entry of each buffer id held, or num */
+	uint16_t free_head;
+	uint16_t pos;                  /* the avail position our last pop left */
+	bool wrap;
+	uint16_t resub_end;            /* the avail position past the chains to pop again */
+	bool resub_wrap;
+	uint64_t ring_desc;            /* descriptors popped from the ring since (never wraps) */
 };
 
 /*
@@ -103,8 +143,11 @@ size_t uvn_inflight_slice_size(unsigned queue_size);
  * repaired against the used index in guest memory, and the chains still
  * marked queued for pop, oldest first; the queue's next avail index
  * becomes used index + their number (what a frontend that restarted us
- * cannot know). @return 0, or a positive UVN_INFLIGHT_E_ code (nothing
- * attached; the slice may have been partly repaired).
+ * cannot know). A packed ring has no used index in memory: its used
+ * position and wrap counter are the slice's, its avail position the
+ * descriptors of the chains still marked past that. @return 0, or a
+ * positive UVN_INFLIGHT_E_ code (nothing attached; the slice may have been
+ * partly repaired).
  */
 int uvn_vq_dev_inflight_attach(struct uvn_vq_dev *vq, void *region, size_t len);
 
@@ -135,5 +178,50 @@ void uvn_inflight_split_push(struct uvn_inflight *t, uint16_t head);
  */
 bool uvn_inflight_split_unpop(struct uvn_inflight *t, uint16_t head);
 void uvn_inflight_split_published(struct uvn_inflight *t, uint16_t used_idx);
+
+/* Slice accessors: the frontend may write its region at any time, so each
+ * field is read once, through volatile; host byte order (vhost-user.rst). */
+static inline uint16_t uvn_slice_rd16(const void *p)
+{
+	return *(const volatile uint16_t *)p;
+}
+
+static inline void uvn_slice_wr16(void *p, uint16_t v)
+{
+	*(volatile uint16_t *)p = v;
+}
+
+static inline void uvn_slice_wr8(void *p, uint8_t v)
+{
+	*(volatile uint8_t *)p = v;
+}
+
+/* Zero @n bytes of a slice (volatile: the frontend maps it too). */
+void uvn_inflight_zero(void *p, size_t n);
+
+/* A chain marked in a slice: queued for pop again by counter. */
+struct uvn_inflight_marked {
+	uint64_t counter;
+	uint16_t head;
+};
+
+/* Sort @m by counter into t->resubmit; counters must be unique and not at
+ * their end. @return 0 or UVN_INFLIGHT_E_COUNTER */
+int uvn_inflight_order(struct uvn_inflight *t, struct uvn_inflight_marked *m, unsigned n);
+
+/* Packed (inflight_packed.c; hooks in packed_dev.c). */
+int uvn_inflight_packed_attach(struct uvn_vq_dev *vq, struct uvn_inflight *t, void *region,
+			       size_t len);
+struct uvn_vq_chain;
+struct iovec;
+int uvn_inflight_packed_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
+			    unsigned iov_max);
+void uvn_inflight_packed_push(struct uvn_inflight *t, const struct uvn_vq_chain *ch);
+/* Around the store that publishes a flush's used elements. */
+void uvn_inflight_packed_publishing(struct uvn_inflight *t, uint16_t used_pos, bool used_wrap);
+void uvn_inflight_packed_published(struct uvn_inflight *t, uint16_t used_pos, bool used_wrap);
+/* packed_dev.c: a pop from the ring, without tracking. */
+int uvn_packed_dev_pop_ring(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
+			    unsigned iov_max);
 
 #endif

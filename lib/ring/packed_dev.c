@@ -7,6 +7,7 @@
  * of descriptors of the chain completed; the first of a batch gets its flags
  * last so the driver sees the batch at once.
  */
+#include "inflight.h"
 #include "vq.h"
 
 #define F_AVAIL (1u << VRING_PACKED_DESC_F_AVAIL)
@@ -74,8 +75,9 @@ static int walk(struct uvn_vq_dev *vq, struct uvn_desc *d, uint16_t *pos, bool *
 	}
 }
 
-int uvn_packed_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
-		       unsigned iov_max)
+static inline __attribute__((always_inline)) int pop_ring(struct uvn_vq_dev *vq,
+							  struct uvn_vq_chain *ch,
+							  struct iovec *iov, unsigned iov_max)
 {
 	uint16_t pos = vq->pk.last_avail, id = 0;
 	bool wrap = vq->pk.avail_wrap;
@@ -118,6 +120,21 @@ done:
 	vq->pk.avail_wrap = wrap;
 	uvn_stat_inc(&vq->st.bufs);
 	return 1;
+}
+
+/* The tracker's way to the ring (inflight_packed.c). */
+int uvn_packed_dev_pop_ring(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
+			    unsigned iov_max)
+{
+	return pop_ring(vq, ch, iov, iov_max);
+}
+
+int uvn_packed_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
+		       unsigned iov_max)
+{
+	if (UVN_UNLIKELY(vq->inflight != NULL))
+		return uvn_inflight_packed_pop(vq, ch, iov, iov_max);
+	return pop_ring(vq, ch, iov, iov_max);
 }
 
 static uint16_t used_flags(bool wrap, uint32_t len)
@@ -169,6 +186,8 @@ void uvn_packed_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, u
 	vq->pushed = (uint16_t)(vq->pushed + ch->ndesc);
 	uvn_stat_inc(&vq->st.used);
 	vq->staged++;
+	if (UVN_UNLIKELY(vq->inflight != NULL))
+		uvn_inflight_packed_push(vq->inflight, ch);
 	if (vq->batch_used) {
 		vq->batch_id = ch->id;
 		vq->batch_len = len;
@@ -211,6 +230,18 @@ static bool need_notify(struct uvn_vq_dev *vq)
 	return need;
 }
 
+/* A flush with a tracker: the slice is told before the batch becomes
+ * visible and after (inflight_packed.c says why in that order). */
+static __attribute__((noinline)) bool flush_tracked(struct uvn_vq_dev *vq)
+{
+	uvn_inflight_packed_publishing(vq->inflight, vq->pk.used_pos, vq->pk.used_wrap);
+	uvn_store_release16(&vq->pk.desc[vq->pk.first_pos].flags, vq->pk.first_flags);
+	/* The slice is cleared only once the driver can see the batch used. */
+	uvn_fence_full();
+	uvn_inflight_packed_published(vq->inflight, vq->pk.used_pos, vq->pk.used_wrap);
+	return need_notify(vq);
+}
+
 bool uvn_packed_dev_flush(struct uvn_vq_dev *vq)
 {
 	if (!vq->staged)
@@ -219,6 +250,8 @@ bool uvn_packed_dev_flush(struct uvn_vq_dev *vq)
 	vq->staged = 0;
 	/* The whole batch becomes visible with the first element's flags. */
 	vq->pk.first_held = false;
+	if (UVN_UNLIKELY(vq->inflight != NULL))
+		return flush_tracked(vq);
 	uvn_store_release16(&vq->pk.desc[vq->pk.first_pos].flags, vq->pk.first_flags);
 	/* Used flags visible before we read the driver's event suppression. */
 	uvn_fence_full();
