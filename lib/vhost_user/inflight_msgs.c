@@ -5,7 +5,8 @@
  * slice per queue (lib/ring/inflight.h), map it, and hand it over. The
  * frontend keeps it across our restarts and gives it back with
  * SET_INFLIGHT_FD to the next backend process, which maps it and lets
- * each ring recover from its slice when the ring starts.
+ * each ring recover from its slice when the ring starts (split and packed
+ * rings alike; a packed ring's positions come from its slice then).
  *
  * The region is the frontend's to scribble on: its description is checked
  * like a memory region (size, offset, regular file, within the file, a
@@ -150,7 +151,7 @@ int vu_h_SET_INFLIGHT_FD(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct 
 
 bool vu_inflight_tracks(const struct uvn_vu_backend *b, const struct uvn_vu_queue *q)
 {
-	return b->inflight.reg.map && q->idx < b->inflight.num_queues && !vu_packed(b);
+	return b->inflight.reg.map && q->idx < b->inflight.num_queues;
 }
 
 int vu_inflight_attach(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
@@ -158,14 +159,9 @@ int vu_inflight_attach(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
 	struct uvn_vu_inflight_map *im = &b->inflight;
 	int ret;
 
-	if (!im->reg.map || q->idx >= im->num_queues)
+	if (!vu_inflight_tracks(b, q))
 		return 0;
-	if (vu_packed(b)) {
-		/* Not tracked: say so, once per start, and run untracked. */
-		vu_log(b, UVN_LOG_WARN, "ring %u: packed rings are not tracked in the in-flight region",
-		       q->idx);
-		return 0;
-	}
+	/* Split or packed: the slice's layout follows the ring's. */
 	ret = uvn_vq_dev_inflight_attach(q->dev, im->reg.host + (size_t)q->idx * im->slice,
 					 q->num <= im->queue_size ? im->slice : 0);
 	if (ret)

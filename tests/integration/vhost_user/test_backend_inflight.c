@@ -25,6 +25,12 @@
 #define NUM 256
 #define F_VERSION_1 (1ull << VIRTIO_F_VERSION_1)
 #define F_INFLIGHT (1ull << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD)
+#define F_PACKED (1ull << VIRTIO_F_RING_PACKED)
+/* A packed ring's base as QEMU sends it at a start, and again after its
+ * backend died: position 0, wrap counter 1, both halves. */
+#define PACKED_FRESH 0x80008000u
+
+static const char *const str[] = { "alpha", "bravo", "charlie", "delta" };
 
 static const struct uvn_vu_stats *st(struct fe *f)
 {
@@ -116,6 +122,28 @@ static uint16_t used_idx(struct fe *f, unsigned ring)
 	return le16toh(v);
 }
 
+/* The guest posts the four strings as TX buffers on ring 0, @tokens theirs. */
+static void post_strings(struct fe *f, struct uvn_vq_drv *drv, int *tokens)
+{
+	for (int i = 0; i < 4; i++) {
+		struct uvn_sg sg = { .addr = f->gpa + 4096 * (i + 1), .len = (uint32_t)strlen(str[i]) + 1 };
+
+		strcpy((char *)f->mem + 4096 * (i + 1), str[i]);
+		assert_int_equal(uvn_vq_drv_add(drv, &sg, 1, 0, &tokens[i], 0), 0);
+	}
+	(void)uvn_vq_drv_kick_prepare(drv);
+}
+
+/* The driver takes back @n buffers, counted in @back. */
+static void take_back(struct uvn_vq_drv *drv, const int *tokens, int *back, int n)
+{
+	struct uvn_vq_done done[8];
+
+	assert_int_equal(uvn_vq_drv_get_used(drv, done, 8), n);
+	for (int i = 0; i < n; i++)
+		back[(const int *)done[i].token - tokens]++;
+}
+
 /* The device pops one chain from ring 0 and checks it is string @s. */
 static void pop_expect(struct fe *f, struct uvn_vq_chain *ch, const char *s)
 {
@@ -130,13 +158,12 @@ static void pop_expect(struct fe *f, struct uvn_vq_chain *ch, const char *s)
 
 static void restart_resubmits_held_chains(void **state)
 {
-	static const char *const str[] = { "alpha", "bravo", "charlie", "delta" };
 	struct uvn_vu_inflight d, d2;
 	struct uvn_vq_chain ch[4];
 	struct uvn_vq_done done[8];
 	struct uvn_vq_drv *drv;
 	struct uvn_vu_queue *q;
-	int tokens[4], back[4] = { 0 }, fd, n;
+	int tokens[4], back[4] = { 0 }, fd;
 	struct fe f;
 
 	(void)state;
@@ -156,13 +183,7 @@ static void restart_resubmits_held_chains(void **state)
 	/* The guest posts four TX buffers; the device takes three and
 	 * completes the second. */
 	drv = fe_driver(&f, 0, NUM);
-	for (int i = 0; i < 4; i++) {
-		struct uvn_sg sg = { .addr = f.gpa + 4096 * (i + 1), .len = (uint32_t)strlen(str[i]) + 1 };
-
-		strcpy((char *)f.mem + 4096 * (i + 1), str[i]);
-		assert_int_equal(uvn_vq_drv_add(drv, &sg, 1, 0, &tokens[i], 0), 0);
-	}
-	(void)uvn_vq_drv_kick_prepare(drv);
+	post_strings(&f, drv, tokens);
 	for (int i = 0; i < 3; i++)
 		pop_expect(&f, &ch[i], str[i]);
 	q = uvn_vu_backend_queue(f.b, 0);
@@ -195,10 +216,7 @@ static void restart_resubmits_held_chains(void **state)
 	uvn_vq_dev_push(q->vq, &ch[0], 0);
 	uvn_vq_dev_push(q->vq, &ch[3], 0);
 	uvn_vq_dev_flush(q->vq);
-	n = uvn_vq_drv_get_used(drv, done, 8);
-	assert_int_equal(n, 3);
-	for (int i = 0; i < n; i++)
-		back[(int *)done[i].token - tokens]++;
+	take_back(drv, tokens, back, 3);
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(back[i], 1); /* every buffer back, once */
 	assert_int_equal(uvn_vq_drv_error(drv), 0);
@@ -234,12 +252,11 @@ static void restart_resubmits_held_chains(void **state)
  */
 static void restart_without_region_resumes_from_used(void **state)
 {
-	static const char *const str[] = { "alpha", "bravo", "charlie", "delta" };
 	struct uvn_vq_chain ch[4];
 	struct uvn_vq_done done[8];
 	struct uvn_vq_drv *drv;
 	struct uvn_vu_queue *q;
-	int tokens[4], back[4] = { 0 }, n;
+	int tokens[4], back[4] = { 0 };
 	struct fe f;
 
 	(void)state;
@@ -247,13 +264,7 @@ static void restart_without_region_resumes_from_used(void **state)
 	negotiate_protocol_less(&f, F_INFLIGHT);
 	start_rings(&f, 0);
 	drv = fe_driver(&f, 0, NUM);
-	for (int i = 0; i < 4; i++) {
-		struct uvn_sg sg = { .addr = f.gpa + 4096 * (i + 1), .len = (uint32_t)strlen(str[i]) + 1 };
-
-		strcpy((char *)f.mem + 4096 * (i + 1), str[i]);
-		assert_int_equal(uvn_vq_drv_add(drv, &sg, 1, 0, &tokens[i], 0), 0);
-	}
-	(void)uvn_vq_drv_kick_prepare(drv);
+	post_strings(&f, drv, tokens);
 	for (int i = 0; i < 3; i++)
 		pop_expect(&f, &ch[i], str[i]);
 	q = uvn_vu_backend_queue(f.b, 0);
@@ -274,15 +285,70 @@ static void restart_without_region_resumes_from_used(void **state)
 	for (int i = 1; i < 4; i++)
 		uvn_vq_dev_push(q->vq, &ch[i], 0);
 	uvn_vq_dev_flush(q->vq);
-	n = uvn_vq_drv_get_used(drv, done, 8);
-	assert_int_equal(n, 3);
-	for (int i = 0; i < n; i++)
-		back[(int *)done[i].token - tokens]++;
+	take_back(drv, tokens, back, 3);
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(back[i], 1);
 	assert_int_equal(uvn_vq_drv_error(drv), 0);
 	assert_int_equal(st(&f)->queues_broken, 0);
 	uvn_vq_drv_destroy(drv);
+	fe_close(&f);
+}
+
+/*
+ * The same for a packed ring, which has no used index in memory: where the
+ * dead backend's avail and used halves were comes from the region, and
+ * QEMU sends the base of a fresh ring again. The backend dies holding
+ * three chains; the next one takes them again, oldest first, then the new
+ * one, and completes them out of order: every buffer back once.
+ */
+static void packed_restart_resubmits_held_chains(void **state)
+{
+	struct uvn_vu_inflight d;
+	struct uvn_vq_chain ch[4], none;
+	struct uvn_vq_drv *drv;
+	struct uvn_vu_queue *q;
+	struct iovec iov[4];
+	int tokens[4], back[4] = { 0 }, fd;
+	struct fe f;
+
+	(void)state;
+	fe_open(&f, FE_QUEUES, F_VERSION_1 | F_PACKED);
+	negotiate_protocol(&f);
+	fd = get_inflight(&f, FE_QUEUES, NUM, &d);
+	assert_true(fd >= 0);
+	assert_int_equal(set_inflight(&f, &d, fd), 0);
+	start_rings(&f, PACKED_FRESH);
+	drv = fe_driver(&f, 0, NUM);
+	post_strings(&f, drv, tokens);
+	for (int i = 0; i < 3; i++)
+		pop_expect(&f, &ch[i], str[i]);
+
+	fe_restart(&f);
+	negotiate_protocol(&f);
+	assert_int_equal(set_inflight(&f, &d, fd), 0);
+	start_rings(&f, PACKED_FRESH);
+	assert_true(fe_ready(&f, 0));
+	q = uvn_vu_backend_queue(f.b, 0);
+	assert_int_equal(uvn_vq_dev_inflight_pending(q->vq), 3);
+	assert_int_equal(uvn_vq_dev_avail_state(q->vq), 3 | 1u << 15);
+	for (int i = 0; i < 4; i++)
+		pop_expect(&f, &ch[i], str[i]);
+	assert_int_equal(uvn_vq_dev_pop(q->vq, &none, iov, 4), 0);
+	uvn_vq_dev_push(q->vq, &ch[2], 0);
+	uvn_vq_dev_push(q->vq, &ch[0], 0);
+	uvn_vq_dev_flush(q->vq);
+	take_back(drv, tokens, back, 2);
+	uvn_vq_dev_push(q->vq, &ch[3], 0);
+	uvn_vq_dev_push(q->vq, &ch[1], 0);
+	uvn_vq_dev_flush(q->vq);
+	take_back(drv, tokens, back, 2);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(back[i], 1);
+	assert_int_equal(uvn_vq_drv_error(drv), 0);
+	assert_int_equal(st(&f)->err_inflight, 0);
+	assert_int_equal(st(&f)->queues_broken, 0);
+	uvn_vq_drv_destroy(drv);
+	close(fd);
 	fe_close(&f);
 }
 
@@ -378,36 +444,52 @@ static void bad_messages(void **state)
 	fe_close(&f);
 }
 
+/* A frontend with a region, mapped for the test to write into. */
+static uint8_t *open_mapped(struct fe *f, uint64_t features, struct uvn_vu_inflight *d, int *fd)
+{
+	uint8_t *map;
+
+	fe_open(f, FE_QUEUES, features);
+	negotiate_protocol(f);
+	*fd = get_inflight(f, FE_QUEUES, NUM, d);
+	assert_true(*fd >= 0);
+	map = mmap(NULL, d->mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	assert_true(map != MAP_FAILED);
+	return map;
+}
+
+/* Rings started from @base: ring 0 broken by its slice, counted; ring 1
+ * runs, tracked (its slice initialised). */
+static void expect_ring0_refused(struct fe *f, uint32_t base, const uint8_t *map)
+{
+	start_rings(f, base);
+	assert_false(fe_ready(f, 0));
+	assert_true(fe_ready(f, 1));
+	assert_int_equal(st(f)->err_inflight, 1);
+	assert_int_equal(st(f)->queues_broken, 1);
+	/* version is at byte 8 in both layouts */
+	assert_int_equal(*(const uint16_t *)(map + uvn_inflight_slice_size(NUM) + 8), 1);
+}
+
 /* A region whose contents are wrong breaks that ring at start, counted;
  * the other ring runs, tracked. */
 static void hostile_contents(void **state)
 {
 	struct uvn_vu_inflight d;
 	struct uvn_inflight_split *r;
-	size_t slice = uvn_inflight_slice_size(NUM);
 	struct fe f;
 	uint8_t *map;
 	int fd;
 
 	(void)state;
-	fe_open(&f, FE_QUEUES, F_VERSION_1);
-	negotiate_protocol(&f);
-	fd = get_inflight(&f, FE_QUEUES, NUM, &d);
-	assert_true(fd >= 0);
+	map = open_mapped(&f, F_VERSION_1, &d, &fd);
 	size_t map_len = d.mmap_size;
 
-	map = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	assert_true(map != MAP_FAILED);
 	r = (struct uvn_inflight_split *)map; /* ring 0's slice */
 	r->version = 1;
 	r->desc_num = NUM;
 	r->desc[3].inflight = 7;
-	start_rings(&f, 0);
-	assert_false(fe_ready(&f, 0));
-	assert_true(fe_ready(&f, 1));
-	assert_int_equal(st(&f)->err_inflight, 1);
-	assert_int_equal(st(&f)->queues_broken, 1);
-	assert_int_equal(((struct uvn_inflight_split *)(map + slice))->version, 1);
+	expect_ring0_refused(&f, 0, map);
 	/* a ring larger than the region's queues */
 	for (unsigned i = 0; i < FE_QUEUES; i++)
 		stop_ring(&f, i);
@@ -422,14 +504,37 @@ static void hostile_contents(void **state)
 	fe_close(&f);
 }
 
+/* The same for a packed slice whose free list starts past the queue. */
+static void packed_hostile_contents(void **state)
+{
+	struct uvn_vu_inflight d;
+	struct uvn_inflight_packed *r;
+	struct fe f;
+	uint8_t *map;
+	int fd;
+
+	(void)state;
+	map = open_mapped(&f, F_VERSION_1 | F_PACKED, &d, &fd);
+	r = (struct uvn_inflight_packed *)map;
+	r->version = 1;
+	r->desc_num = NUM;
+	r->free_head = NUM + 5;
+	expect_ring0_refused(&f, PACKED_FRESH, map);
+	munmap(map, d.mmap_size);
+	close(fd);
+	fe_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(restart_resubmits_held_chains),
 		cmocka_unit_test(restart_without_region_resumes_from_used),
+		cmocka_unit_test(packed_restart_resubmits_held_chains),
 		cmocka_unit_test(hostile_descriptions),
 		cmocka_unit_test(bad_messages),
 		cmocka_unit_test(hostile_contents),
+		cmocka_unit_test(packed_hostile_contents),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
