@@ -33,9 +33,11 @@ static void json_port(const char *sep, const struct uvn_port *p, const struct ra
 	printf(",\"rx_pps\":%.0f,\"tx_pps\":%.0f,\"rx_gbps\":%.3f,"
 	       "\"tx_gbps\":%.3f,\"rx_packets\":%" PRIu64 ",\"tx_packets\":%" PRIu64
 	       ",\"drops\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"kicks\":%" PRIu64
-	       ",\"calls\":%" PRIu64 ",\"calls_suppressed\":%" PRIu64 "}",
+	       ",\"calls\":%" PRIu64 ",\"calls_suppressed\":%" PRIu64 ",\"mtu_drops\":%" PRIu64
+	       ",\"guest_filtered\":%" PRIu64 "}",
 	       r->rx_pps, r->tx_pps, r->rx_gbps, r->tx_gbps, s->rx_packets,
-	       s->tx_packets, s->drops, s->errors, s->kicks, s->calls, s->calls_suppressed);
+	       s->tx_packets, s->drops, s->errors, s->kicks, s->calls, s->calls_suppressed,
+	       s->mtu_drops, s->guest_filtered);
 }
 
 static void text_port(const struct uvn_port *p, const struct rates *r, const struct uvn_port_stats *s)

@@ -178,7 +178,7 @@ wait "$PID" || fail "uvnetd exit status"
 PID=
 n=0
 while IFS= read -r line; do
-	check_json "--json stats line" "$line" 'assert d["ports"][0]["name"]==w, d'
+	check_json "--json stats line" "$line" 'p=d["ports"][0]; assert p["name"]==w and p["mtu_drops"]==0 and p["guest_filtered"]==0, d'
 	n=$((n + 1))
 done <"$DIR/out"
 ((n >= 2)) || fail "stats lines: $(cat "$DIR/out")"
