@@ -568,6 +568,42 @@ static void resubmits_in_pop_order(void **state)
 	f_teardown(&f);
 }
 
+/* Chains given back newest first, across the ones popped again from the
+ * slice and the ring's: the same three come again in the same order. */
+static void given_back_across_resubmits(void **state)
+{
+	struct fixed f;
+	struct uvn_vq_dev *dev;
+	struct uvn_vq_chain ch[3];
+	struct iovec iov[4];
+	struct pkdrv d = { 4, true };
+	struct tdesc ds[2];
+
+	(void)state;
+	f_setup(&f, 2, true);
+	ds[0] = (struct tdesc){ tbuf(&f.q, 32), 32, 0 };
+	ds[1] = (struct tdesc){ tbuf(&f.q, 32), 32, 0 };
+	pk_chain(&f.q, &d, ds, 2, 6);
+	dev = fresh_dev(&f.q);
+	assert_int_equal(uvn_vq_dev_inflight_attach(dev, f.r, f.rlen), 0);
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(uvn_vq_dev_pop(dev, &ch[i], iov, 4), 1);
+		assert_int_equal(ch[0].id, 0);
+		assert_int_equal(ch[1].id, 2);
+		assert_int_equal(ch[2].id, 6);
+		assert_int_equal(ch[2].ndesc, 2);
+		assert_int_equal(uvn_vq_dev_avail_state(dev), 6 | 1u << 15);
+		for (int i = 2; i >= 0 && round == 0; i--)
+			uvn_vq_dev_unpop(dev, &ch[i]);
+	}
+	assert_int_equal(uvn_vq_dev_pop(dev, &ch[0], iov, 4), 0);
+	assert_int_equal(uvn_vq_dev_error(dev), 0);
+	uvn_vq_dev_inflight_detach(dev);
+	uvn_vq_dev_destroy(dev);
+	f_teardown(&f);
+}
+
 /*
  * C and A pushed, not flushed: C's element waits at slot 0 for its
  * flags, A's is complete at slot 1. The driver never saw either; once the
@@ -796,6 +832,7 @@ int main(void)
 		cmocka_unit_test(crash_everywhere_indirect),
 		cmocka_unit_test(crash_everywhere_in_order_batch),
 		cmocka_unit_test(resubmits_in_pop_order),
+		cmocka_unit_test(given_back_across_resubmits),
 		cmocka_unit_test(staged_elements_are_not_seen),
 		cmocka_unit_test(attach_args),
 	};
