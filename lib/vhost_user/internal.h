@@ -110,7 +110,8 @@ void vu_log_release(struct uvn_vu_dirty_log *log);
  * is one, to its fresh device half. @return 0, or -EINVAL (the queue is
  * broken, counted) */
 int vu_inflight_attach(struct uvn_vu_backend *b, struct uvn_vu_queue *q);
-/* True when ring @q resumes from the frontend's in-flight region (split rings). */
+/* True when ring @q resumes from the frontend's in-flight region (split or
+ * packed: a packed ring's positions then come from it, not from its base). */
 bool vu_inflight_tracks(const struct uvn_vu_backend *b, const struct uvn_vu_queue *q);
 /* Unmap the region (every ring stopped). */
 void vu_inflight_release(struct uvn_vu_backend *b);

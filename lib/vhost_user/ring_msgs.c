@@ -181,14 +181,17 @@ static int create_dev(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
 		q->dev = NULL;
 		return vu_queue_error(b, q, &b->st.err_ring, "ring %u: cannot set up the ring", q->idx);
 	}
-	if (vu_packed(b))
-		check_packed_base(b, q, base);
 	/* A restarted backend resumes from the in-flight region, if shared. */
 	if (vu_inflight_attach(b, q)) {
 		uvn_vq_dev_destroy(q->dev);
 		q->dev = NULL;
 		return -EINVAL;
 	}
+	/* A tracked packed ring's positions come from its slice, not from
+	 * the base (which QEMU cannot know after we died): only an untracked
+	 * one is checked against the ring. */
+	if (vu_packed(b) && !vu_inflight_tracks(b, q))
+		check_packed_base(b, q, base);
 	return 0;
 }
 

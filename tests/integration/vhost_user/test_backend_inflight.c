@@ -352,6 +352,60 @@ static void packed_restart_resubmits_held_chains(void **state)
 	fe_close(&f);
 }
 
+/*
+ * A packed ring whose backend dies twice, the second time after it used
+ * chains out of order: QEMU's base for a fresh ring cannot be right any
+ * more (a used element lies at it), the region says where the ring is.
+ */
+static void packed_restart_after_out_of_order_use(void **state)
+{
+	struct uvn_vu_inflight d;
+	struct uvn_vq_chain ch[4];
+	struct uvn_vq_drv *drv;
+	struct uvn_vu_queue *q;
+	int tokens[4], back[4] = { 0 }, fd;
+	struct fe f;
+
+	(void)state;
+	fe_open(&f, FE_QUEUES, F_VERSION_1 | F_PACKED);
+	negotiate_protocol(&f);
+	fd = get_inflight(&f, FE_QUEUES, NUM, &d);
+	assert_int_equal(set_inflight(&f, &d, fd), 0);
+	start_rings(&f, PACKED_FRESH);
+	drv = fe_driver(&f, 0, NUM);
+	post_strings(&f, drv, tokens);
+	for (int i = 0; i < 4; i++)
+		pop_expect(&f, &ch[i], str[i]);
+	q = uvn_vu_backend_queue(f.b, 0);
+	uvn_vq_dev_push(q->vq, &ch[2], 0);
+	uvn_vq_dev_flush(q->vq);
+	take_back(drv, tokens, back, 1);
+
+	fe_restart(&f);
+	negotiate_protocol(&f);
+	assert_int_equal(set_inflight(&f, &d, fd), 0);
+	start_rings(&f, PACKED_FRESH);
+	assert_true(fe_ready(&f, 0));
+	q = uvn_vu_backend_queue(f.b, 0);
+	assert_int_equal(uvn_vq_dev_inflight_pending(q->vq), 3);
+	assert_int_equal(uvn_vq_dev_used_state(q->vq), 1 | 1u << 15);
+	pop_expect(&f, &ch[0], str[0]);
+	pop_expect(&f, &ch[1], str[1]);
+	pop_expect(&f, &ch[3], str[3]);
+	uvn_vq_dev_push(q->vq, &ch[3], 0);
+	uvn_vq_dev_push(q->vq, &ch[1], 0);
+	uvn_vq_dev_push(q->vq, &ch[0], 0);
+	uvn_vq_dev_flush(q->vq);
+	take_back(drv, tokens, back, 3);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(back[i], 1);
+	assert_int_equal(uvn_vq_drv_error(drv), 0);
+	assert_int_equal(st(&f)->queues_broken, 0);
+	uvn_vq_drv_destroy(drv);
+	close(fd);
+	fe_close(&f);
+}
+
 /* Requests that are declined: a zero-size description back or a NACK,
  * counted, the connection and the rings fine. */
 static void hostile_descriptions(void **state)
@@ -531,6 +585,7 @@ int main(void)
 		cmocka_unit_test(restart_resubmits_held_chains),
 		cmocka_unit_test(restart_without_region_resumes_from_used),
 		cmocka_unit_test(packed_restart_resubmits_held_chains),
+		cmocka_unit_test(packed_restart_after_out_of_order_use),
 		cmocka_unit_test(hostile_descriptions),
 		cmocka_unit_test(bad_messages),
 		cmocka_unit_test(hostile_contents),
