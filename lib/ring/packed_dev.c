@@ -198,18 +198,6 @@ void uvn_packed_dev_push(struct uvn_vq_dev *vq, const struct uvn_vq_chain *ch, u
 	write_used(vq, ch->id, len, ch->ndesc);
 }
 
-/* Did our used position move past the driver's event (off_wrap)? */
-static bool need_event(struct uvn_vq_dev *vq, uint16_t off_wrap, uint16_t old, uint16_t new_pos)
-{
-	uint16_t event = off_wrap & (uint16_t)~WRAP_BIT;
-
-	if (new_pos <= old)
-		old = (uint16_t)(old - vq->num);
-	if (!!(off_wrap & WRAP_BIT) != vq->pk.used_wrap)
-		event = (uint16_t)(event - vq->num);
-	return uvn_need_event(event, new_pos, old);
-}
-
 static bool need_notify(struct uvn_vq_dev *vq)
 {
 	uint16_t old = vq->signalled, new_pos = vq->pk.used_pos;
@@ -219,8 +207,12 @@ static bool need_notify(struct uvn_vq_dev *vq)
 
 	vq->signalled = new_pos;
 	vq->signalled_valid = true;
+	/* Moved since @old by new_pos - old descriptors, a whole lap if equal. */
 	if (flags == VRING_PACKED_EVENT_FLAG_DESC && vq->event_idx)
-		need = !valid || need_event(vq, uvn_rd16(&vq->pk.driver->off_wrap), old, new_pos);
+		need = !valid || uvn_packed_need_event(uvn_rd16(&vq->pk.driver->off_wrap), new_pos,
+						       (uint16_t)(new_pos > old ? new_pos - old
+									   : new_pos + vq->num - old),
+						       vq->pk.used_wrap, vq->num);
 	else
 		need = flags != VRING_PACKED_EVENT_FLAG_DISABLE;
 	if (need)

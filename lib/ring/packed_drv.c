@@ -113,21 +113,6 @@ int uvn_packed_drv_add(struct uvn_vq_drv *vq, const struct uvn_sg *sg, unsigned 
 	return 0;
 }
 
-/*
- * Did the position move from @old to @new_pos (the last @added descriptors,
- * on wrap counter @wrap) past the event @off_wrap? Positions are unwrapped
- * into one u16 line: an event on the other lap is one ring length behind.
- */
-static bool packed_need_event(uint16_t off_wrap, uint16_t new_pos, uint16_t added, bool wrap,
-			      uint16_t num)
-{
-	uint16_t event = off_wrap & (uint16_t)~WRAP_BIT;
-
-	if (!!(off_wrap & WRAP_BIT) != wrap)
-		event = (uint16_t)(event - num);
-	return uvn_need_event(event, new_pos, (uint16_t)(new_pos - added));
-}
-
 void uvn_packed_drv_publish(struct uvn_vq_drv *vq)
 {
 	if (!vq->pk.npend)
@@ -154,8 +139,8 @@ bool uvn_packed_drv_kick_prepare(struct uvn_vq_drv *vq)
 	/* Acquire: the device writes off_wrap before the flags that select it. */
 	flags = uvn_load_acquire16(&vq->pk.device->flags) & UVN_EVENT_FLAGS_MASK;
 	if (flags == VRING_PACKED_EVENT_FLAG_DESC && vq->event_idx)
-		need = packed_need_event(uvn_rd16(&vq->pk.device->off_wrap), vq->pk.next_avail,
-					 added, vq->pk.avail_wrap, vq->num);
+		need = uvn_packed_need_event(uvn_rd16(&vq->pk.device->off_wrap), vq->pk.next_avail,
+					     added, vq->pk.avail_wrap, vq->num);
 	else
 		need = flags != VRING_PACKED_EVENT_FLAG_DISABLE;
 	if (need)

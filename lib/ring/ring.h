@@ -102,6 +102,22 @@ static inline bool uvn_need_event(uint16_t event, uint16_t new_idx, uint16_t old
 	return (uint16_t)(new_idx - event - 1) < (uint16_t)(new_idx - old);
 }
 
+/*
+ * The packed ring's form (either half): did the position move past the
+ * event @off_wrap, having moved by @added (1..@num) descriptors to @new_pos
+ * on wrap counter @wrap? Positions are unwrapped onto one u16 line: an
+ * event on the other lap is one ring length behind.
+ */
+static inline bool uvn_packed_need_event(uint16_t off_wrap, uint16_t new_pos, uint16_t added,
+					 bool wrap, uint16_t num)
+{
+	uint16_t event = off_wrap & (uint16_t)~(1u << VRING_PACKED_EVENT_F_WRAP_CTR);
+
+	if (!!(off_wrap & (1u << VRING_PACKED_EVENT_F_WRAP_CTR)) != wrap)
+		event = (uint16_t)(event - num);
+	return uvn_need_event(event, new_pos, (uint16_t)(new_pos - added));
+}
+
 /* A descriptor as read once from shared memory. */
 struct uvn_desc {
 	uint64_t addr;
