@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * <uvnet/device.h> with a scripted frontend (fake_fe) on its socket:
+ * - a config with reserved words set, no queue pair or too many is refused;
+ * - the device listens on its path and takes one frontend at a time;
+ * - the rings QEMU sets up are reported ready, a frame the guest sends
+ *   comes out of uvn_dev_rx_burst() and its buffer goes back, a packet
+ *   given to uvn_dev_tx_burst() lands in the guest's RX buffer behind a
+ *   virtio-net header, one without a buffer is a counted drop;
+ * - when the session ends every ring is reported stopped and the data
+ *   path finds nothing.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <linux/virtio_config.h>
+#include <linux/virtio_ring.h>
+
+#include "fake_fe.h"
+#include "net/device/vu_device.h"
+
+#define NET_FEATURES ((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX))
+#define RING 256
+#define HDR 12            /* virtio-net header, VERSION_1 */
+#define FRAME_LEN 60
+#define TX_OFF 0x1000     /* the guest's TX buffer: header and frame */
+#define RX_OFF 0x2000     /* its RX buffer */
+#define RX_LEN 2048
+
+struct rig {
+	char path[64];
+	struct uvn_dev *d;
+	struct fe f;
+	unsigned ready[UVN_DEV_CTRL_RING + 1], stopped[UVN_DEV_CTRL_RING + 1];
+};
+
+static void on_ready(void *ctx, unsigned ring, bool ready)
+{
+	struct rig *r = ctx;
+
+	assert_true(ring <= UVN_DEV_CTRL_RING);
+	if (ready)
+		r->ready[ring]++;
+	else
+		r->stopped[ring]++;
+}
+
+static const struct uvn_dev_ops ops = { .queue_ready = on_ready };
+
+static void cfg_of(struct rig *r, struct uvn_dev_cfg *c)
+{
+	snprintf(r->path, sizeof(r->path), "/tmp/h5-uvn-dev-%d.sock", (int)getpid());
+	*c = (struct uvn_dev_cfg){ .path = r->path, .queue_pairs = 1, .ops = &ops, .ctx = r };
+}
+
+/* A device with QEMU's set-up done on its socket: pair 0 ready. */
+static void rig_open(struct rig *r)
+{
+	struct uvn_dev_cfg c;
+	int sock;
+
+	memset(r, 0, sizeof(*r));
+	cfg_of(r, &c);
+	assert_int_equal(uvn_dev_create(&c, &r->d), 0);
+	sock = uvn_vu_connect(r->path);
+	assert_true(sock >= 0);
+	assert_false(uvn_dev_connected(r->d));
+	assert_int_equal(uvn_dev_accept(r->d), 0);
+	assert_true(uvn_dev_connected(r->d));
+	assert_true(uvn_dev_fd(r->d) >= 0);
+	fe_attach(&r->f, sock, uvn_dev_backend(r->d), NET_FEATURES);
+	fe_negotiate_qemu(&r->f, RING);
+}
+
+static void rig_close(struct rig *r)
+{
+	fe_close(&r->f);
+	uvn_dev_destroy(r->d);
+}
+
+static void test_cfg(void **state)
+{
+	struct uvn_dev_cfg c;
+	struct uvn_dev *d;
+	struct rig r;
+	struct stat st;
+
+	(void)state;
+	cfg_of(&r, &c);
+	c.reserved[7] = 1;
+	assert_int_equal(uvn_dev_create(&c, &d), -EINVAL);
+	c.reserved[7] = 0;
+	c.queue_pairs = 0;
+	assert_int_equal(uvn_dev_create(&c, &d), -EINVAL);
+	c.queue_pairs = UVN_DEV_MAX_QUEUE_PAIRS + 1;
+	assert_int_equal(uvn_dev_create(&c, &d), -EINVAL);
+	c.queue_pairs = 1;
+	assert_int_equal(uvn_dev_create(&c, &d), 0);
+	assert_true(uvn_dev_listen_fd(d) >= 0);
+	assert_int_equal(stat(r.path, &st), 0);
+	assert_int_equal(uvn_dev_fd(d), -1);
+	assert_int_equal(uvn_dev_rx_burst(d, 0, NULL, 0), 0);
+	uvn_dev_destroy(d);
+	assert_int_equal(stat(r.path, &st), -1);
+}
+
+/* One frontend per device; the session goes on. */
+static void test_second_frontend(void **state)
+{
+	struct rig r;
+	int sock;
+
+	(void)state;
+	rig_open(&r);
+	sock = uvn_vu_connect(r.path);
+	assert_true(sock >= 0);
+	assert_int_equal(uvn_dev_accept(r.d), -EBUSY);
+	assert_true(uvn_dev_connected(r.d));
+	assert_true(uvn_dev_pair_ready(r.d, 0));
+	close(sock);
+	rig_close(&r);
+}
+
+/* The guest sends one frame on its TX ring (ring 1). */
+static void guest_sends(struct rig *r, struct uvn_vq_drv *drv)
+{
+	struct uvn_sg sg = { .addr = r->f.gpa + TX_OFF, .len = HDR + FRAME_LEN };
+
+	memset(r->f.mem + TX_OFF, 0, HDR);
+	memset(r->f.mem + TX_OFF + HDR, 0xab, FRAME_LEN);
+	assert_int_equal(uvn_vq_drv_add(drv, &sg, 1, 0, drv, 0), 0);
+	(void)uvn_vq_drv_kick_prepare(drv);
+}
+
+static void test_guest_tx(void **state)
+{
+	struct uvn_vq_drv *drv;
+	struct uvn_dev_q_stats st;
+	struct uvn_pkt *pkts[4];
+	struct uvn_vq_done done;
+	uint8_t frame[FRAME_LEN];
+	struct rig r;
+
+	(void)state;
+	rig_open(&r);
+	assert_int_equal(r.ready[0], 1);
+	assert_int_equal(r.ready[1], 1);
+	assert_true(uvn_dev_pair_ready(r.d, 0));
+	assert_true(uvn_dev_kick_fd(r.d, 0) >= 0);
+	drv = fe_driver(&r.f, 1, RING);
+	guest_sends(&r, drv);
+	assert_int_equal(uvn_dev_rx_burst(r.d, 0, pkts, 4), 1);
+	assert_int_equal(pkts[0]->len, FRAME_LEN);
+	assert_int_equal(uvn_pkt_read(pkts[0], 0, frame, sizeof(frame)), FRAME_LEN);
+	assert_memory_equal(frame, r.f.mem + TX_OFF + HDR, FRAME_LEN);
+	uvn_pkt_free(pkts[0]);
+	uvn_dev_rx_done(r.d, 0);
+	assert_int_equal(uvn_vq_drv_get_used(drv, &done, 1), 1);
+	assert_int_equal(uvn_dev_queue_stats(r.d, 1, &st), 0);
+	assert_int_equal(st.packets, 1);
+	assert_int_equal(st.bytes, FRAME_LEN);
+	assert_int_equal(st.errors, 0);
+	assert_false(st.broken);
+	/* nothing more waiting: notifications back on */
+	assert_true(uvn_dev_arm(r.d, 0));
+	uvn_vq_drv_destroy(drv);
+	rig_close(&r);
+}
+
+static void test_guest_rx(void **state)
+{
+	struct uvn_pkt_pool_cfg pc = { .count = 4, .buf_size = 2048 };
+	struct uvn_sg sg;
+	struct uvn_pkt_pool *pool;
+	struct uvn_dev_q_stats st;
+	struct uvn_vq_done done;
+	struct uvn_vq_drv *drv;
+	struct uvn_pkt *p;
+	struct rig r;
+
+	(void)state;
+	rig_open(&r);
+	assert_int_equal(uvn_pkt_pool_create(&pc, &pool), 0);
+	drv = fe_driver(&r.f, 0, RING);
+	sg = (struct uvn_sg){ .addr = r.f.gpa + RX_OFF, .len = RX_LEN };
+	assert_int_equal(uvn_vq_drv_add(drv, &sg, 0, 1, drv, 0), 0);
+	(void)uvn_vq_drv_kick_prepare(drv);
+	p = uvn_pkt_alloc(pool);
+	memset(p->buf, 0xcd, FRAME_LEN);
+	uvn_pkt_set_buf(p, FRAME_LEN);
+	assert_int_equal(uvn_dev_tx_burst(r.d, 0, &p, 1), 1);
+	assert_int_equal(uvn_vq_drv_get_used(drv, &done, 1), 1);
+	assert_int_equal(done.len, HDR + FRAME_LEN);
+	assert_memory_equal(r.f.mem + RX_OFF + HDR, p->buf, FRAME_LEN);
+	/* no buffer left: dropped and counted, never waited for */
+	assert_int_equal(uvn_dev_tx_burst(r.d, 0, &p, 1), 0);
+	assert_int_equal(uvn_dev_queue_stats(r.d, 0, &st), 0);
+	assert_int_equal(st.packets, 1);
+	assert_int_equal(st.drops, 1);
+	assert_int_equal(st.drop_nobuf, 1);
+	uvn_pkt_free(p);
+	/* rings that do not exist: one pair, no control queue */
+	assert_int_equal(uvn_dev_queue_stats(r.d, 2, &st), -EINVAL);
+	assert_int_equal(uvn_dev_queue_stats(r.d, UVN_DEV_CTRL_RING, &st), -EINVAL);
+	assert_int_equal(uvn_dev_ctrl(r.d), -ENODEV);
+	uvn_vq_drv_destroy(drv);
+	rig_close(&r);
+	uvn_pkt_pool_destroy(pool);
+}
+
+static void test_disconnect(void **state)
+{
+	struct uvn_dev_q_stats st;
+	struct uvn_pkt *pkts[4];
+	struct rig r;
+
+	(void)state;
+	rig_open(&r);
+	uvn_dev_disconnect(r.d);
+	assert_false(uvn_dev_connected(r.d));
+	assert_int_equal(r.stopped[0], 1);
+	assert_int_equal(r.stopped[1], 1);
+	assert_false(uvn_dev_pair_ready(r.d, 0));
+	assert_int_equal(uvn_dev_kick_fd(r.d, 0), -1);
+	assert_int_equal(uvn_dev_rx_burst(r.d, 0, pkts, 4), 0);
+	assert_int_equal(uvn_dev_queue_stats(r.d, 1, &st), -ENODEV);
+	assert_int_equal(uvn_dev_handle(r.d), -ENOTCONN);
+	rig_close(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cfg),
+		cmocka_unit_test(test_second_frontend),
+		cmocka_unit_test(test_guest_tx),
+		cmocka_unit_test(test_guest_rx),
+		cmocka_unit_test(test_disconnect),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
