@@ -9,7 +9,7 @@
  *   valgrind --tool=callgrind --toggle-collect=uvn_tx_burst --toggle-collect=uvn_tx_reclaim \
  *       uvnet-drvbench-self --dir tx --packets 200000
  * The backend thread answers the vhost-user messages; once the driver is up
- * the device's data path runs in the main thread between the driver's
+ * the device's data path (<uvnet/device.h>) runs in the main thread between the driver's
  * bursts (it drains or fills the whole ring), so every burst is a full one
  * and the counts divided by the packets printed are the per-packet cost.
  * It also prints packets/s, which on its own means little (one thread).
@@ -24,47 +24,20 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <uvnet/device.h>
 #include <uvnet/driver.h>
 
-#include "net/device/netdev.h"
 #include "util/sys.h"
-#include "vhost_user/backend.h"
 
 struct dev {
 	char dir[64], path[108];
-	int lfd;
 	pthread_t th;
 	atomic_bool stop;
 	bool tx;                     /* the driver sends */
 	unsigned size;               /* frame bytes */
-	struct uvn_vu_backend *be;
-	struct uvn_netdev_q *q[2];   /* guest rx, guest tx */
-	uint64_t features;
-	struct uvn_pkt_pool *small, *big;
+	struct uvn_dev *vd;
+	struct uvn_pkt_pool *small;  /* frames for the driver to receive */
 };
-
-static void queue_ready(void *ctx, struct uvn_vu_queue *q, bool ready)
-{
-	struct dev *d = ctx;
-
-	if (q->idx > 1)
-		return;
-	if (!ready) {
-		free(d->q[q->idx]);
-		d->q[q->idx] = NULL;
-		return;
-	}
-	d->q[q->idx] = calloc(1, sizeof(struct uvn_netdev_q));
-	uvn_netdev_q_init(d->q[q->idx], q->vq, d->features, q->idx == 1);
-}
-
-static int set_features(void *ctx, uint64_t f)
-{
-	((struct dev *)ctx)->features = f;
-	return 0;
-}
-
-static const struct uvn_vu_device_ops ops = { .queue_ready = queue_ready, .set_features = set_features };
 
 /* The device's data path, run by the main thread between bursts. */
 static void dev_step(struct dev *d)
@@ -72,56 +45,62 @@ static void dev_step(struct dev *d)
 	struct uvn_pkt *pkts[32];
 	unsigned n;
 
-	if (d->tx && d->q[1]) {
+	if (d->tx) {
 		do {
-			n = uvn_netdev_tx(d->q[1], d->small, d->big, pkts, 32);
+			n = uvn_dev_rx_burst(d->vd, 0, pkts, 32);
 			uvn_pkt_free_bulk(pkts, n);
 		} while (n);
+		return;
 	}
-	if (!d->tx && d->q[0]) {
-		do {
-			n = uvn_pkt_alloc_bulk(d->small, pkts, 32);
-			for (unsigned i = 0; i < n; i++) {
-				memset(pkts[i]->buf, 0x11, d->size);
-				uvn_pkt_set_buf(pkts[i], d->size);
-			}
-			n = uvn_netdev_rx(d->q[0], pkts, n);
-			uvn_pkt_free_bulk(pkts, 32);
-		} while (n == 32);
-	}
+	do {
+		n = uvn_pkt_alloc_bulk(d->small, pkts, 32);
+		for (unsigned i = 0; i < n; i++) {
+			memset(pkts[i]->buf, 0x11, d->size);
+			uvn_pkt_set_buf(pkts[i], d->size);
+		}
+		n = uvn_dev_tx_burst(d->vd, 0, pkts, n);
+		uvn_pkt_free_bulk(pkts, 32);
+	} while (n == 32);
 }
 
+/* The backend thread: the vhost-user messages of one frontend. */
 static void *dev_main(void *arg)
 {
 	struct dev *d = arg;
-	struct uvn_pkt *pkts[32];
 
 	while (!atomic_load(&d->stop)) {
-		struct pollfd p = { .fd = d->be ? uvn_vu_backend_fd(d->be) : d->lfd, .events = POLLIN };
+		bool up = uvn_dev_connected(d->vd);
+		struct pollfd p = { .fd = up ? uvn_dev_fd(d->vd) : uvn_dev_listen_fd(d->vd),
+				    .events = POLLIN };
 
-		if (poll(&p, 1, d->be ? 0 : 10) > 0) {
-			if (!d->be) {
-				struct uvn_vu_backend_cfg bc = {
-					.features = 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_NET_F_MRG_RXBUF |
-						    1ull << VIRTIO_RING_F_INDIRECT_DESC |
-						    1ull << VIRTIO_RING_F_EVENT_IDX | 1ull << VIRTIO_F_RING_PACKED |
-						    1ull << VIRTIO_F_IN_ORDER,
-					.queue_num = 2, .ops = &ops, .ctx = d, .name = "self",
-				};
-				int fd = uvn_vu_accept(d->lfd);
-
-				if (fd < 0 || uvn_vu_backend_create(fd, &bc, &d->be))
-					return NULL;
-			} else if (uvn_vu_backend_handle(d->be) < 0) {
-				uvn_vu_backend_destroy(d->be);
-				d->be = NULL;
-			}
+		if (poll(&p, 1, up ? 0 : 10) <= 0)
+			continue;
+		if (!up) {
+			if (uvn_dev_accept(d->vd))
+				return NULL;
+		} else if (uvn_dev_handle(d->vd) < 0) {
+			uvn_dev_disconnect(d->vd);
 		}
-		(void)pkts;
 	}
-	if (d->be)
-		uvn_vu_backend_destroy(d->be);
+	uvn_dev_disconnect(d->vd);
 	return NULL;
+}
+
+static void print_stats(struct uvn_drv *drv, struct dev *d)
+{
+	struct uvn_drv_txq_stats ts;
+	struct uvn_drv_rxq_stats rs;
+	struct uvn_dev_q_stats ds = { 0 };
+
+	uvn_drv_rxq_stats(drv, 0, &rs);
+	printf("rx bufs_used %llu mrg_multi %llu buf_len %u\n", (unsigned long long)rs.bufs_used,
+	       (unsigned long long)rs.mrg_multi, uvn_drv_mrg_buf_len(drv, 0));
+	uvn_drv_txq_stats(drv, 0, &ts);
+	uvn_dev_queue_stats(d->vd, 1, &ds);
+	printf("bursts %llu full %llu reclaim_runs %llu reclaimed %llu dev_tx %llu drops %llu\n",
+	       (unsigned long long)ts.bursts, (unsigned long long)ts.full,
+	       (unsigned long long)ts.reclaim_runs, (unsigned long long)ts.reclaimed,
+	       (unsigned long long)ds.packets, (unsigned long long)ds.drops);
 }
 
 int main(int argc, char **argv)
@@ -133,7 +112,12 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct uvn_pkt_pool_cfg sc = { .count = 4096, .buf_size = 2048 };
-	struct uvn_pkt_pool_cfg bc = { .count = 16, .buf_size = 65536 + 128 };
+	struct uvn_dev_cfg dc = {
+		.queue_pairs = 1, .rx_pkts = 4096, .name = "self",
+		.features = 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_NET_F_MRG_RXBUF |
+			    1ull << VIRTIO_RING_F_INDIRECT_DESC | 1ull << VIRTIO_RING_F_EVENT_IDX |
+			    1ull << VIRTIO_F_RING_PACKED | 1ull << VIRTIO_F_IN_ORDER,
+	};
 	uint64_t want = 200000, done = 0, t0;
 	struct uvn_drv_cfg cfg;
 	struct uvn_drv *drv;
@@ -161,8 +145,8 @@ int main(int argc, char **argv)
 	if (!mkdtemp(d.dir))
 		return 1;
 	snprintf(d.path, sizeof(d.path), "%s/vu.sock", d.dir);
-	d.lfd = uvn_vu_listen(d.path);
-	if (d.lfd < 0 || uvn_pkt_pool_create(&sc, &d.small) || uvn_pkt_pool_create(&bc, &d.big))
+	dc.path = d.path;
+	if (uvn_dev_create(&dc, &d.vd) || uvn_pkt_pool_create(&sc, &d.small))
 		return 1;
 	pthread_create(&d.th, NULL, dev_main, &d);
 	cfg.path = d.path;
@@ -204,27 +188,13 @@ int main(int argc, char **argv)
 	}
 	printf("%s packets %llu in %.3f s\n", d.tx ? "tx" : "rx", (unsigned long long)done,
 	       (double)(uvn_now_ns() - t0) / 1e9);
-	if (getenv("SELF_STATS")) {
-		struct uvn_drv_txq_stats ts;
-		struct uvn_drv_rxq_stats rs;
-
-		uvn_drv_rxq_stats(drv, 0, &rs);
-		printf("rx bufs_used %llu mrg_multi %llu buf_len %u\n", (unsigned long long)rs.bufs_used,
-		       (unsigned long long)rs.mrg_multi, uvn_drv_mrg_buf_len(drv, 0));
-		uvn_drv_txq_stats(drv, 0, &ts);
-		printf("bursts %llu full %llu reclaim_runs %llu reclaimed %llu dev_tx %llu nopkt %llu\n",
-		       (unsigned long long)ts.bursts, (unsigned long long)ts.full,
-		       (unsigned long long)ts.reclaim_runs, (unsigned long long)ts.reclaimed,
-		       d.q[1] ? (unsigned long long)d.q[1]->st.packets : 0ull,
-		       d.q[1] ? (unsigned long long)d.q[1]->st.drop_nopkt : 0ull);
-	}
+	if (getenv("SELF_STATS"))
+		print_stats(drv, &d);
 	uvn_drv_close(drv);
 	atomic_store(&d.stop, true);
 	pthread_join(d.th, NULL);
-	close(d.lfd);
-	unlink(d.path);
+	uvn_dev_destroy(d.vd);
 	rmdir(d.dir);
 	uvn_pkt_pool_destroy(d.small);
-	uvn_pkt_pool_destroy(d.big);
 	return 0;
 }

@@ -12,20 +12,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "net/device/netdev.h"
+#include "net/device/vu_device.h"
 #include "ring/ring.h"
 #include "test_driver_be.h"
-#include "vhost_user/backend.h"
 #include "vhost_user/msg.h"
 
 #define MAXQ 8
 #define MAX_REC 4096
 #define MAX_PEND 4096
-
-struct slot {
-	struct uvn_netdev_q *nq;   /* allocated, NULL while not ready */
-	struct uvn_vu_queue *vu;
-};
 
 struct rec {
 	uint8_t *data;
@@ -36,14 +30,12 @@ struct rec {
 struct tbe {
 	struct tbe_cfg cfg;
 	char dir[64], path[108];
-	int lfd, cfd;
 	pthread_t th;
 	atomic_bool stop, kill, corrupt, babble, stall;
 	atomic_bool connected;
-	struct uvn_vu_backend *be;
+	struct uvn_dev *dev;
 	_Atomic uint64_t features;
-	struct slot rx[MAXQ], tx[MAXQ], ctrl;
-	struct uvn_pkt_pool *small, *big;
+	struct uvn_pkt_pool *small, *big; /* frames injected by the test */
 	int wake;                  /* eventfd: a request, unstall or stop for the thread */
 	pthread_mutex_t mu;        /* guards rec, pending, counters read by the test */
 	pthread_cond_t cv;         /* events moved or a request was served */
@@ -65,63 +57,21 @@ uint64_t tbe_default_features(void)
 	       1ull << VIRTIO_NET_F_GUEST_CSUM;
 }
 
-static struct slot *slot_of(struct tbe *b, unsigned idx)
-{
-	unsigned pairs = b->cfg.pairs;
-
-	if ((b->cfg.ctrl || pairs > 1) && idx == 2 * pairs)
-		return &b->ctrl;
-	if (idx >= 2 * pairs)
-		return NULL;
-	return idx & 1 ? &b->tx[idx / 2] : &b->rx[idx / 2];
-}
-
-static void notify(void *ctx)
-{
-	uvn_vu_queue_notify(ctx);
-}
-
-static void queue_ready(void *ctx, struct uvn_vu_queue *q, bool ready)
-{
-	struct tbe *b = ctx;
-	struct slot *s = slot_of(b, q->idx);
-
-	if (!s)
-		return;
-	if (!ready) {
-		free(s->nq);
-		s->nq = NULL;
-		s->vu = NULL;
-		return;
-	}
-	if (!s->nq)
-		s->nq = calloc(1, sizeof(*s->nq));
-	s->vu = q;
-	/* The device reads guest tx and control rings. */
-	uvn_netdev_q_init(s->nq, q->vq, b->features, (q->idx & 1) || s == &b->ctrl);
-	s->nq->notify = notify;
-	s->nq->notify_ctx = q;
-}
-
 static int set_features(void *ctx, uint64_t f)
 {
 	((struct tbe *)ctx)->features = f;
 	return 0;
 }
 
-static const struct uvn_vu_device_ops ops = { .queue_ready = queue_ready, .set_features = set_features };
-
 static int set_pairs(void *ctx, unsigned pairs)
 {
-	struct tbe *b = ctx;
-
-	if (pairs > b->cfg.pairs)
-		return -EINVAL;
-	b->pairs_set = pairs;
+	((struct tbe *)ctx)->pairs_set = pairs;
 	return 0;
 }
 
-/* The callers below hold b->mu: the pools are shared with tbe_inject(). */
+static const struct uvn_dev_ops ops = { .set_features = set_features, .set_pairs = set_pairs };
+
+/* The callers below hold b->mu: the lists and the inject pools are the test's too. */
 static void record(struct tbe *b, struct uvn_pkt *p)
 {
 	if (b->nrec < MAX_REC) {
@@ -147,6 +97,21 @@ static void add_pending(struct tbe *b, unsigned q, struct uvn_pkt *p)
 	b->npend++;
 }
 
+/* Pair @q takes @p: 1; drops it for good: 0; has no room or no ring: -1 (it waits). */
+static int deliver_one(struct tbe *b, unsigned q, struct uvn_pkt *p)
+{
+	struct uvn_dev_q_stats st;
+	uint64_t lost;
+
+	if (uvn_dev_queue_stats(b->dev, 2 * q, &st) || st.broken)
+		return -1;
+	lost = st.drops - st.drop_nobuf;
+	if (uvn_dev_tx_burst(b->dev, q, &p, 1) == 1)
+		return 1;
+	uvn_dev_queue_stats(b->dev, 2 * q, &st);
+	return st.drops - st.drop_nobuf != lost ? 0 : -1;
+}
+
 /* Frames towards the driver, in order per queue; what does not fit waits. */
 static void deliver(struct tbe *b)
 {
@@ -155,25 +120,18 @@ static void deliver(struct tbe *b)
 
 	for (unsigned i = 0; i < b->npend; i++) {
 		unsigned q = b->pend[i].q;
-		struct slot *s = &b->rx[q];
-		uint64_t before;
+		int r = blocked[q] ? -1 : deliver_one(b, q, b->pend[i].p);
 
-		if (blocked[q] || !s->nq || s->nq->broken) {
+		if (r < 0) {
 			b->pend[keep++] = b->pend[i];
 			blocked[q] = true;
 			continue;
 		}
-		before = s->nq->st.drop_toobig + s->nq->st.drop_offload;
-		if (uvn_netdev_rx(s->nq, &b->pend[i].p, 1) == 1) {
+		if (r)
 			b->rxf++;
-			uvn_pkt_free(b->pend[i].p);
-		} else if (s->nq->st.drop_toobig + s->nq->st.drop_offload != before) {
+		else
 			b->drops++;
-			uvn_pkt_free(b->pend[i].p);
-		} else {
-			b->pend[keep++] = b->pend[i];
-			blocked[q] = true;
-		}
+		uvn_pkt_free(b->pend[i].p);
 	}
 	b->npend = keep;
 }
@@ -189,16 +147,13 @@ static void process(struct tbe *b)
 {
 	struct uvn_pkt *pkts[32];
 	uint64_t before;
+	int cmds;
 
 	pthread_mutex_lock(&b->mu);
 	before = b->txf + b->rxf + b->drops + b->ctrl_cmds;
 	for (unsigned q = 0; q < b->cfg.pairs; q++) {
-		struct slot *s = &b->tx[q];
-		unsigned n;
+		unsigned n = uvn_dev_rx_burst(b->dev, q, pkts, 32);
 
-		if (!s->nq || s->nq->broken)
-			continue;
-		n = uvn_netdev_tx(s->nq, b->small, b->big, pkts, 32);
 		for (unsigned i = 0; i < n; i++) {
 			b->txf++;
 			if (b->cfg.mode == TBE_SINK) {
@@ -209,8 +164,9 @@ static void process(struct tbe *b)
 			}
 		}
 	}
-	if (b->ctrl.nq && !b->ctrl.nq->broken)
-		b->ctrl_cmds += uvn_netdev_ctrl(b->ctrl.nq, set_pairs, b);
+	cmds = uvn_dev_ctrl(b->dev);
+	if (cmds > 0)
+		b->ctrl_cmds += (unsigned)cmds;
 	deliver(b);
 	if (b->txf + b->rxf + b->drops + b->ctrl_cmds != before)
 		event(b);
@@ -219,22 +175,19 @@ static void process(struct tbe *b)
 
 static void corrupt(struct tbe *b)
 {
-	struct slot *s = &b->rx[0];
+	struct uvn_netdev_q *nq = uvn_dev_netq(b->dev, 0);
 	struct uvn_vq_chain ch = { .id = 0x7fff, .ndesc = 1 };
 
-	if (!s->nq)
+	if (!nq)
 		return;
 	/* An id far beyond the ring: the driver must refuse it. */
-	uvn_vq_dev_push(s->nq->vq, &ch, 64);
-	uvn_vq_dev_flush(s->nq->vq);
+	uvn_vq_dev_push(nq->vq, &ch, 64);
+	uvn_vq_dev_flush(nq->vq);
 }
 
 static void drop_conn(struct tbe *b)
 {
-	if (b->be) {
-		uvn_vu_backend_destroy(b->be); /* stops every queue, closes the socket */
-		b->be = NULL;
-	}
+	uvn_dev_disconnect(b->dev); /* stops every queue, closes the socket */
 	atomic_store(&b->connected, false);
 }
 
@@ -249,16 +202,44 @@ static bool take(struct tbe *b, atomic_bool *flag)
 	return true;
 }
 
+/* The device's features for @cfg: a control queue's commands, MQ with pairs. */
+static uint64_t offer(const struct tbe_cfg *cfg)
+{
+	uint64_t f = cfg->features ? cfg->features : tbe_default_features();
+
+	if (cfg->pairs > 1 || cfg->ctrl)
+		f |= 1ull << VIRTIO_NET_F_CTRL_VQ | 1ull << VIRTIO_NET_F_CTRL_RX |
+		     1ull << VIRTIO_NET_F_CTRL_MAC_ADDR;
+	if (cfg->pairs > 1)
+		f |= 1ull << VIRTIO_NET_F_MQ;
+	return f;
+}
+
+/* A frontend connects or the session has a message. */
+static void on_socket(struct tbe *b)
+{
+	if (uvn_dev_connected(b->dev)) {
+		if (uvn_dev_handle(b->dev) < 0)
+			drop_conn(b);
+	} else if (uvn_dev_accept(b->dev) == 0) {
+		atomic_store(&b->connected, true);
+		pthread_mutex_lock(&b->mu);
+		event(b);
+		pthread_mutex_unlock(&b->mu);
+	}
+}
+
 static void *thread_main(void *arg)
 {
 	struct tbe *b = arg;
 
 	while (!atomic_load(&b->stop)) {
+		bool up = uvn_dev_connected(b->dev);
 		struct pollfd p[2] = {
-			{ .fd = b->be ? uvn_vu_backend_fd(b->be) : b->lfd, .events = POLLIN },
+			{ .fd = up ? uvn_dev_fd(b->dev) : uvn_dev_listen_fd(b->dev), .events = POLLIN },
 			{ .fd = b->wake, .events = POLLIN },
 		};
-		bool busy = b->be && !atomic_load(&b->stall);
+		bool busy = up && !atomic_load(&b->stall);
 		uint64_t n;
 
 		/* Busy: poll the rings like a PMD; idle: sleep until a message,
@@ -267,49 +248,23 @@ static void *thread_main(void *arg)
 			p[0].revents = p[1].revents = 0;
 		if (p[1].revents && read(b->wake, &n, sizeof(n)) < 0)
 			break;
-		if (p[0].revents) {
-			if (!b->be) {
-				int fd = uvn_vu_accept(b->lfd);
-				struct uvn_vu_backend_cfg bc = {
-					.features = b->cfg.features ? b->cfg.features : tbe_default_features(),
-					.protocol_features = b->cfg.protocol,
-					.queue_num = 2 * b->cfg.pairs + (b->cfg.ctrl || b->cfg.pairs > 1),
-					.ops = &ops, .ctx = b, .name = "test-backend",
-				};
-
-				if (b->cfg.pairs > 1 || b->cfg.ctrl)
-					bc.features |= 1ull << VIRTIO_NET_F_CTRL_VQ | 1ull << VIRTIO_NET_F_CTRL_RX |
-						       1ull << VIRTIO_NET_F_CTRL_MAC_ADDR;
-				if (b->cfg.pairs > 1)
-					bc.features |= 1ull << VIRTIO_NET_F_MQ;
-				if (fd >= 0 && uvn_vu_backend_create(fd, &bc, &b->be) == 0) {
-					atomic_store(&b->connected, true);
-					pthread_mutex_lock(&b->mu);
-					event(b);
-					pthread_mutex_unlock(&b->mu);
-				} else if (fd >= 0) {
-					close(fd);
-				}
-			} else if (uvn_vu_backend_handle(b->be) < 0) {
-				drop_conn(b);
-			}
-		}
+		if (p[0].revents)
+			on_socket(b);
 		/* Each request is done before take() tells the test so. */
 		if (atomic_load(&b->kill)) {
 			drop_conn(b);
 			take(b, &b->kill);
 		}
 		if (atomic_load(&b->corrupt)) {
-			if (b->be)
-				corrupt(b);
+			corrupt(b);
 			take(b, &b->corrupt);
 		}
 		if (atomic_load(&b->babble)) {
 			struct uvn_vu_msg m;
 
 			uvn_vu_msg_init(&m, VHOST_USER_GET_FEATURES, VHOST_USER_VERSION, 0);
-			if (b->be)
-				uvn_vu_msg_send(uvn_vu_backend_fd(b->be), &m);
+			if (uvn_dev_connected(b->dev))
+				uvn_vu_msg_send(uvn_dev_fd(b->dev), &m);
 			take(b, &b->babble);
 		}
 		if (busy)
@@ -323,6 +278,7 @@ struct tbe *tbe_start(const struct tbe_cfg *cfg, const char **path)
 {
 	struct uvn_pkt_pool_cfg sc = { .count = 1024, .buf_size = 2048, .name = "tbe-small" };
 	struct uvn_pkt_pool_cfg bc = { .count = 64, .buf_size = 65536 + 128, .name = "tbe-big" };
+	struct uvn_dev_cfg dc = { .path = NULL };
 	struct tbe *b = calloc(1, sizeof(*b));
 
 	if (!b)
@@ -334,8 +290,12 @@ struct tbe *tbe_start(const struct tbe_cfg *cfg, const char **path)
 	if (!mkdtemp(b->dir))
 		goto fail;
 	snprintf(b->path, sizeof(b->path), "%s/vu.sock", b->dir);
-	b->lfd = uvn_vu_listen(b->path);
-	if (b->lfd < 0)
+	dc = (struct uvn_dev_cfg){
+		.path = b->path, .queue_pairs = b->cfg.pairs, .ctrl = cfg->ctrl,
+		.features = offer(&b->cfg), .protocol_features = cfg->protocol,
+		.rx_pkts = 1024, .name = "test-backend", .ops = &ops, .ctx = b,
+	};
+	if (uvn_dev_create(&dc, &b->dev))
 		goto fail;
 	if (uvn_pkt_pool_create(&sc, &b->small) || uvn_pkt_pool_create(&bc, &b->big))
 		goto fail;
@@ -378,15 +338,9 @@ void tbe_stop(struct tbe *b)
 		uvn_pkt_free(b->pend[i].p);
 	for (unsigned i = 0; i < b->nrec; i++)
 		free(b->rec[i].data);
-	for (unsigned i = 0; i < MAXQ; i++) {
-		free(b->rx[i].nq);
-		free(b->tx[i].nq);
-	}
-	free(b->ctrl.nq);
+	uvn_dev_destroy(b->dev); /* after the packets of its pools went back */
 	uvn_pkt_pool_destroy(b->small);
 	uvn_pkt_pool_destroy(b->big);
-	close(b->lfd);
-	unlink(b->path);
 	rmdir(b->dir);
 	close(b->wake);
 	pthread_cond_destroy(&b->cv);
