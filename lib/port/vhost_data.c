@@ -37,14 +37,18 @@ static void rarp_frame(uint8_t *f, const uint8_t mac[6])
 	memcpy(f + 32, mac, 6);  /* target hardware address */
 }
 
-/* The RARP SEND_RARP asked for, if one waits: @return 1 with it in *pkt. */
-static unsigned take_rarp(struct vhost_port *v, struct vq_slot *s, struct uvn_pkt **pkt)
+/* The RARP SEND_RARP asked for, if one waits and rx queue 0 is ready:
+ * @return 1 with it in *pkt. */
+static unsigned take_rarp(struct vhost_port *v, struct uvn_pkt **pkt)
 {
+	struct uvn_pkt_pool *pool = uvn_dev_rx_pool(v->dev, 0);
 	struct uvn_pkt *p;
 
+	if (!pool || !uvn_dev_netq(v->dev, 1))
+		return 0;
 	if (!atomic_exchange_explicit(&v->rarp_pending, false, memory_order_acquire))
 		return 0;
-	p = uvn_pkt_alloc(s->small);
+	p = uvn_pkt_alloc(pool);
 	if (!p) {
 		/* no packet now: the next poll tries again */
 		atomic_store_explicit(&v->rarp_pending, true, memory_order_relaxed);
@@ -63,12 +67,9 @@ static unsigned vhost_rx(struct uvn_port *port, unsigned q, struct uvn_pkt **pkt
 	struct vq_slot *s = &v->tx[q];
 	unsigned got = 0;
 
-	if (UVN_UNLIKELY(!s->vu))
-		return 0;
-	if (UVN_UNLIKELY(q == 0 && n && s->small &&
-			 atomic_load_explicit(&v->rarp_pending, memory_order_relaxed)))
-		got = take_rarp(v, s, pkts);
-	got += uvn_netdev_tx(&s->nq, s->small, s->big, pkts + got, n - got);
+	if (UVN_UNLIKELY(q == 0 && n && atomic_load_explicit(&v->rarp_pending, memory_order_relaxed)))
+		got = take_rarp(v, pkts);
+	got += uvn_dev_rx_burst(v->dev, q, pkts + got, n - got);
 	if (port->conf.mtu)
 		got = uvn_port_mtu_filter(port->conf.mtu, pkts, got, &s->mtu_drops);
 	for (unsigned i = 0; i < got; i++) {
@@ -83,7 +84,7 @@ static unsigned vhost_nqueues(struct uvn_port *port)
 	struct vhost_port *v = (struct vhost_port *)port;
 	unsigned n = 0;
 
-	while (n < v->pairs_on && v->rx[n].vu && v->tx[n].vu)
+	while (n < v->pairs_on && uvn_dev_pair_ready(v->dev, n))
 		n++;
 	return n;
 }
@@ -130,7 +131,7 @@ static unsigned tx_selected(struct vhost_port *v, struct vq_slot *s, struct uvn_
 			memcpy(fit, pkts, c * sizeof(*fit));
 		if (filter)
 			k = rx_filtered(v, s, fit, k);
-		sent += k ? uvn_netdev_rx(&s->nq, fit, k) : 0;
+		sent += k ? uvn_dev_tx_burst(v->dev, s->qp, fit, k) : 0;
 		pkts += c;
 		n -= c;
 	}
@@ -157,7 +158,7 @@ static unsigned vhost_tx(struct uvn_port *port, unsigned sender, struct uvn_pkt 
 	if (port->conf.mtu || !uvn_rx_filter_open(&v->filter))
 		sent = tx_selected(v, s, pkts, n);
 	else
-		sent = uvn_netdev_rx(&s->nq, pkts, n);
+		sent = uvn_dev_tx_burst(v->dev, s->qp, pkts, n);
 	if (shared)
 		atomic_flag_clear_explicit(&s->lock, memory_order_release);
 	return sent;
@@ -165,46 +166,27 @@ static unsigned vhost_tx(struct uvn_port *port, unsigned sender, struct uvn_pkt 
 
 static void vhost_complete(struct uvn_port *port, unsigned q)
 {
-	struct vhost_port *v = (struct vhost_port *)port;
-
-	if (v->tx[q].vu)
-		uvn_netdev_tx_complete(&v->tx[q].nq);
+	uvn_dev_rx_done(((struct vhost_port *)port)->dev, q);
 }
 
 static bool vhost_arm(struct uvn_port *port, unsigned q)
 {
-	struct vhost_port *v = (struct vhost_port *)port;
-	struct vq_slot *s = &v->tx[q];
-
-	bool armed;
-
-	if (!s->vu || s->nq.broken)
-		return true;
-	armed = uvn_vq_dev_enable_notify(s->nq.vq);
-	uvn_vhost_log_ring(s);
-	return armed;
+	return uvn_dev_arm(((struct vhost_port *)port)->dev, q);
 }
 
 static int vhost_rx_fd(struct uvn_port *port, unsigned q)
 {
-	struct vhost_port *v = (struct vhost_port *)port;
-
-	return v->tx[q].vu ? v->tx[q].vu->kick_fd : -1;
+	return uvn_dev_kick_fd(((struct vhost_port *)port)->dev, q);
 }
 
 /* A kick: count it, and ask for no more while we drain the ring. */
 static void vhost_rx_event(struct uvn_port *port, unsigned q)
 {
 	struct vhost_port *v = (struct vhost_port *)port;
-	struct vq_slot *s = &v->tx[q];
-	uint64_t n;
+	uint64_t n = uvn_dev_kicked(v->dev, q);
 
-	if (!s->vu)
-		return;
-	if (read(s->vu->kick_fd, &n, sizeof(n)) == sizeof(n))
+	if (n)
 		atomic_fetch_add_explicit(&v->kicks, n, memory_order_relaxed);
-	uvn_vq_dev_disable_notify(s->nq.vq);
-	uvn_vhost_log_ring(s);
 }
 
 static void vhost_set_senders(struct uvn_port *port, unsigned n)
@@ -212,31 +194,38 @@ static void vhost_set_senders(struct uvn_port *port, unsigned n)
 	((struct vhost_port *)port)->senders = n;
 }
 
-/* Called beside the queue's worker: its counters are read atomically. */
-void uvn_vhost_add_q(struct uvn_port_stats *st, const struct vq_slot *s, bool guest_tx)
+/* The port's queue behind ring @ring (none for the control queue). */
+static struct vq_slot *slot_of(struct vhost_port *v, unsigned ring)
 {
-	struct uvn_netdev_q_stats qs, *q = &qs;
-	const struct uvn_vq_stats *r = s->nq.vq ? uvn_vq_dev_stats(s->nq.vq) : NULL;
+	if (ring >= 2 * UVN_PORT_MAX_QUEUES)
+		return NULL;
+	return ring & 1 ? &v->tx[ring / 2] : &v->rx[ring / 2];
+}
 
-	uvn_stats_snapshot(&qs, &s->nq.st, sizeof(qs));
+/* Called beside the queue's worker: its counters are read atomically. */
+void uvn_vhost_add_q(struct vhost_port *v, struct uvn_port_stats *st, unsigned ring)
+{
+	const struct vq_slot *s = slot_of(v, ring);
+	struct uvn_dev_q_stats q;
 
-	if (guest_tx) {
-		st->rx_packets += q->packets;
-		st->rx_bytes += q->bytes;
+	if (uvn_dev_queue_stats(v->dev, ring, &q))
+		return;
+	if (ring == UVN_DEV_CTRL_RING || (ring & 1)) {
+		st->rx_packets += q.packets;
+		st->rx_bytes += q.bytes;
 	} else {
-		st->tx_packets += q->packets;
-		st->tx_bytes += q->bytes;
+		st->tx_packets += q.packets;
+		st->tx_bytes += q.bytes;
 	}
-	st->drops += q->drop_nobuf + q->drop_toobig + q->drop_nopkt + q->drop_offload +
-		     q->drop_gso_hdr + q->drop_gso_len + q->drop_gso_size + q->drop_csum;
-	st->errors += q->err_short + q->err_hdr + q->err_toolong + q->err_format + q->err_ring +
-		      q->ctrl_err;
-	st->calls += q->notify;
+	st->drops += q.drops;
+	st->errors += q.errors;
+	st->calls += q.calls;
+	st->calls_suppressed += q.calls_suppressed;
+	if (!s)
+		return;
 	st->mtu_drops += uvn_stat_read(&s->mtu_drops);
 	st->drops += uvn_stat_read(&s->mtu_drops);
 	st->guest_filtered += uvn_stat_read(&s->filtered);
-	if (r)
-		st->calls_suppressed += uvn_stat_read(&r->notify_suppressed);
 }
 
 static void vhost_stats(struct uvn_port *port, struct uvn_port_stats *st)
@@ -244,58 +233,73 @@ static void vhost_stats(struct uvn_port *port, struct uvn_port_stats *st)
 	struct vhost_port *v = (struct vhost_port *)port;
 
 	*st = v->gone;
-	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++) {
-		if (v->rx[i].vu)
-			uvn_vhost_add_q(st, &v->rx[i], false);
-		if (v->tx[i].vu)
-			uvn_vhost_add_q(st, &v->tx[i], true);
-	}
-	if (v->ctrl.vu)
-		uvn_vhost_add_q(st, &v->ctrl, true);
+	for (unsigned i = 0; i < 2 * UVN_PORT_MAX_QUEUES; i++)
+		uvn_vhost_add_q(v, st, i);
+	uvn_vhost_add_q(v, st, UVN_DEV_CTRL_RING);
 	st->kicks += atomic_load_explicit(&v->kicks, memory_order_relaxed);
 	st->drops += v->discarded + atomic_load_explicit(&v->dropped_down, memory_order_relaxed);
 }
 
 /* Why a queue stopped, for `show queues`; NULL while it runs. */
-static const char *broken_reason(const struct vq_slot *s)
+static const char *broken_reason(const struct uvn_netdev_q *nq, const struct uvn_vu_queue *vu)
 {
-	if (uvn_netdev_q_broken(&s->nq))
-		return s->nq.ring_err ? uvn_vq_strerror(s->nq.ring_err)
-				      : "malformed chain (err_format)";
-	if (s->vu->broken)
+	if (uvn_netdev_q_broken(nq))
+		return nq->ring_err ? uvn_vq_strerror(nq->ring_err) : "malformed chain (err_format)";
+	if (vu->broken)
 		return "vhost-user set-up refused (err_* in show stats)";
 	return NULL;
 }
 
-static void dump_slot(struct vhost_port *v, const struct vq_slot *s, const char *dir, FILE *f,
-		      bool json, bool *first)
+static void dump_json(struct vhost_port *v, const struct uvn_netdev_q *nq,
+		      const struct uvn_vu_queue *vu, unsigned qp, const char *dir, FILE *f)
 {
-	const struct uvn_vq_stats *r = uvn_vq_dev_stats(s->nq.vq);
-	const char *why = broken_reason(s);
+	const char *why = broken_reason(nq, vu);
 
+	fputs("{\"port\":", f);
+	uvn_json_str(f, v->base.name);
+	fprintf(f, ",\"vq\":%u,\"queue\":%u,\"dir\":\"%s\",\"size\":%u,\"broken\":%s,", vu->idx,
+		qp, dir, uvn_vq_dev_num(nq->vq), why ? "true" : "false");
+	if (why) {
+		fputs("\"reason\":", f);
+		uvn_json_str(f, why);
+		fputc(',', f);
+	}
+	fprintf(f, "\"zerocopy\":%s,\"ring\":{", nq->zc ? "true" : "false");
+	uvn_stats_json(f, uvn_vq_dev_stats(nq->vq), uvn_vq_stats_desc);
+	fputs("},\"dev\":{", f);
+	uvn_stats_json(f, &nq->st, uvn_netdev_q_stats_desc);
+	fputs("}}", f);
+}
+
+static void dump_text(struct vhost_port *v, const struct uvn_netdev_q *nq,
+		      const struct uvn_vu_queue *vu, unsigned qp, const char *dir, FILE *f)
+{
+	const char *why = broken_reason(nq, vu);
+
+	fprintf(f, "%s vq %u (%s %u, size %u%s)%s%s\n  ring: ", v->base.name, vu->idx, dir, qp,
+		uvn_vq_dev_num(nq->vq), nq->zc ? ", zero-copy" : "", why ? " BROKEN: " : "",
+		why ? why : "");
+	uvn_stats_print(f, uvn_vq_dev_stats(nq->vq), uvn_vq_stats_desc, 0);
+	fputs("\n  dev:  ", f);
+	uvn_stats_print(f, &nq->st, uvn_netdev_q_stats_desc, 0);
+	fputc('\n', f);
+}
+
+/* Ring @ring, if it is ready. */
+static void dump_ring(struct vhost_port *v, unsigned ring, const char *dir, FILE *f, bool json,
+		      bool *first)
+{
+	const struct uvn_netdev_q *nq = uvn_dev_netq_const(v->dev, ring);
+	const struct uvn_vu_queue *vu = uvn_dev_vu_queue(v->dev, ring);
+	unsigned qp = ring == UVN_DEV_CTRL_RING ? 0 : ring / 2;
+
+	if (!nq)
+		return;
 	if (json) {
-		fprintf(f, "%s{\"port\":", *first ? "" : ",");
-		uvn_json_str(f, v->base.name);
-		fprintf(f, ",\"vq\":%u,\"queue\":%u,\"dir\":\"%s\",\"size\":%u,\"broken\":%s,",
-			s->vu->idx, s->qp, dir, uvn_vq_dev_num(s->nq.vq), why ? "true" : "false");
-		if (why) {
-			fputs("\"reason\":", f);
-			uvn_json_str(f, why);
-			fputc(',', f);
-		}
-		fprintf(f, "\"zerocopy\":%s,\"ring\":{", s->nq.zc ? "true" : "false");
-		uvn_stats_json(f, r, uvn_vq_stats_desc);
-		fputs("},\"dev\":{", f);
-		uvn_stats_json(f, &s->nq.st, uvn_netdev_q_stats_desc);
-		fputs("}}", f);
+		fputs(*first ? "" : ",", f);
+		dump_json(v, nq, vu, qp, dir, f);
 	} else {
-		fprintf(f, "%s vq %u (%s %u, size %u%s)%s%s\n  ring: ", v->base.name, s->vu->idx, dir,
-			s->qp, uvn_vq_dev_num(s->nq.vq), s->nq.zc ? ", zero-copy" : "",
-			why ? " BROKEN: " : "", why ? why : "");
-		uvn_stats_print(f, r, uvn_vq_stats_desc, 0);
-		fputs("\n  dev:  ", f);
-		uvn_stats_print(f, &s->nq.st, uvn_netdev_q_stats_desc, 0);
-		fputc('\n', f);
+		dump_text(v, nq, vu, qp, dir, f);
 	}
 	*first = false;
 }
@@ -305,13 +309,10 @@ static void vhost_dump_queues(struct uvn_port *port, FILE *f, bool json, bool *f
 	struct vhost_port *v = (struct vhost_port *)port;
 
 	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++) {
-		if (v->rx[i].vu)
-			dump_slot(v, &v->rx[i], "guest_rx", f, json, first);
-		if (v->tx[i].vu)
-			dump_slot(v, &v->tx[i], "guest_tx", f, json, first);
+		dump_ring(v, 2 * i, "guest_rx", f, json, first);
+		dump_ring(v, 2 * i + 1, "guest_tx", f, json, first);
 	}
-	if (v->ctrl.vu)
-		dump_slot(v, &v->ctrl, "ctrl", f, json, first);
+	dump_ring(v, UVN_DEV_CTRL_RING, "ctrl", f, json, first);
 }
 
 const struct uvn_port_ops uvn_vhost_ops = {

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A vhost-user port's state, shared by its control half (vhost.c: the
- * connection, the backend's queue events) and its data-path half
- * (vhost_data.c). Port queue q is the guest's queue pair q: rx reads its TX
- * ring (vq 2q+1), tx fills its RX ring (vq 2q).
+ * device's connection and queue events, in uvnetd's loop) and its data-path
+ * half (vhost_data.c). The guest's device is a <uvnet/device.h>; the port
+ * adds what uvnetd does around it. Port queue q is the guest's queue pair
+ * q: rx reads its TX ring (ring 2q+1), tx fills its RX ring (ring 2q).
  */
 #ifndef UVN_PORT_VHOST_PORT_H
 #define UVN_PORT_VHOST_PORT_H
@@ -11,7 +12,7 @@
 #include <stdatomic.h>
 
 #include "net/device/filter.h"
-#include "net/device/netdev.h"
+#include "net/device/vu_device.h"
 #include "port/port.h"
 #include "port/qmp.h"
 #include "util/loop.h"
@@ -19,13 +20,10 @@
 
 struct vhost_port;
 
+/* What the port keeps of a queue beside the device's ring. */
 struct vq_slot {
-	struct uvn_netdev_q nq;
-	struct uvn_vu_queue *vu;    /* NULL while not ready */
 	struct vhost_port *port;
 	unsigned qp;                /* queue pair */
-	/* guest TX: the packets its frames become (one thread polls a queue) */
-	struct uvn_pkt_pool *small, *big, *ext;
 	/* guest RX: taken by a sender when the port has fewer queues than senders */
 	atomic_flag lock;
 	/* frames over the port's mtu=, dropped: written by the queue's one
@@ -33,7 +31,6 @@ struct vq_slot {
 	uint64_t mtu_drops;
 	/* frames the guest's receive filter refused (guest RX), written as mtu_drops */
 	uint64_t filtered;
-	struct uvn_handler kick_h;  /* control queue only: its kicks */
 };
 
 struct vhost_port {
@@ -47,10 +44,12 @@ struct vhost_port {
 	struct uvn_qmp *qmp;
 	struct uvn_loop *loop;
 	struct uvn_port_env env;
+	/* The guest's virtio-net device: the socket, the session, the rings. */
+	struct uvn_dev *dev;
+	struct uvn_vu_backend *be;  /* the device's session, NULL without one */
 	struct uvn_handler listen_h, conn_h, retry_h, drain_h;
 	struct uvn_handler fault_h; /* the session's guest memory vanished (SIGBUS caught) */
-	struct uvn_vu_backend *be;
-	uint64_t features;
+	struct uvn_handler ctrl_h;  /* the control queue's kicks (our copy of its fd) */
 	unsigned pairs_on;          /* queue pairs the guest uses (MQ) */
 	unsigned pairs_req;         /* the guest's latest VQ_PAIRS_SET, applied by pairs_h */
 	struct uvn_handler pairs_h; /* one-shot: pairs_on = pairs_req with the workers parked */
@@ -64,7 +63,6 @@ struct vhost_port {
 	unsigned senders;           /* data-path threads that transmit here */
 	struct vq_slot rx[UVN_PORT_MAX_QUEUES]; /* guest RX rings */
 	struct vq_slot tx[UVN_PORT_MAX_QUEUES]; /* guest TX rings */
-	struct vq_slot ctrl;
 	struct uvn_port_stats gone; /* counters of queues that stopped */
 	_Atomic uint64_t kicks;
 	uint64_t discarded;         /* frames of disabled TX rings, dropped */
@@ -80,17 +78,8 @@ struct vhost_port {
 
 extern const struct uvn_port_ops uvn_vhost_ops;
 
-/* Turning the guest's notifications on or off writes its ring (used
- * flags, avail_event, the packed device event area): guest memory, so
- * logged after the write while a migration runs. */
-static inline void uvn_vhost_log_ring(struct vq_slot *s)
-{
-	if (__builtin_expect(s->nq.log_used != NULL, 0))
-		s->nq.log_used(s->nq.log_ctx);
-}
-
-/* vhost_data.c */
-void uvn_vhost_add_q(struct uvn_port_stats *st, const struct vq_slot *s, bool guest_tx);
+/* vhost_data.c: add ring @ring's counters to @st (nothing if it is not ready). */
+void uvn_vhost_add_q(struct vhost_port *v, struct uvn_port_stats *st, unsigned ring);
 /* vhost.c */
 void uvn_vhost_destroy(struct uvn_port *port);
 
