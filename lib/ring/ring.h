@@ -16,6 +16,8 @@
 #include <linux/virtio_config.h>
 #include <linux/virtio_ring.h>
 
+#include "util/bits.h"
+
 _Static_assert(sizeof(struct vring_desc) == 16, "split descriptor is 16 bytes");
 _Static_assert(sizeof(struct vring_packed_desc) == 16, "packed descriptor is 16 bytes");
 _Static_assert(sizeof(struct vring_used_elem) == 8, "used element is 8 bytes");
@@ -25,11 +27,6 @@ _Static_assert(sizeof(struct vring_packed_desc_event) == 4, "event suppression i
 
 #define UVN_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define UVN_LIKELY(x) __builtin_expect(!!(x), 1)
-
-static inline bool uvn_has_feature(uint64_t features, unsigned bit)
-{
-	return (features >> bit) & 1;
-}
 
 /*
  * Plain accesses to fields the peer does not write concurrently (or where a

@@ -188,7 +188,7 @@ static uint64_t offered_features(const struct uvn_vu_backend_cfg *cfg, uint64_t 
 
 	f |= 1ull << VHOST_USER_F_PROTOCOL_FEATURES;
 	/* Logging needs the log shared as an fd. */
-	if (vu_has(proto, VHOST_USER_PROTOCOL_F_LOG_SHMFD))
+	if (uvn_has_feature(proto, VHOST_USER_PROTOCOL_F_LOG_SHMFD))
 		f |= 1ull << VHOST_F_LOG_ALL;
 	return f;
 }
@@ -416,7 +416,7 @@ static void dispatch_rarp(struct uvn_vu_backend *b, struct uvn_vu_msg *m)
 	}
 	uvn_vu_msg_init_reply(&reply, m, 0);
 	ret = vu_h_SEND_RARP(b, m, &reply);
-	if (b->dead || !vu_has(b->proto, VHOST_USER_PROTOCOL_F_REPLY_ACK) ||
+	if (b->dead || !uvn_has_feature(b->proto, VHOST_USER_PROTOCOL_F_REPLY_ACK) ||
 	    !(m->hdr.flags & VHOST_USER_NEED_REPLY_MASK))
 		return;
 	reply.hdr.size = sizeof(uint64_t);
@@ -450,7 +450,7 @@ static void dispatch(struct uvn_vu_backend *b, struct uvn_vu_msg *m)
 		return;
 	if (info->reply == UVN_VU_REPLY_ACK) {
 		/* Generic REPLY_ACK: any request may ask, 0 = success. */
-		if (!uvn_vu_msg_expects_reply(m, vu_has(b->proto, VHOST_USER_PROTOCOL_F_REPLY_ACK)))
+		if (!uvn_vu_msg_expects_reply(m, uvn_has_feature(b->proto, VHOST_USER_PROTOCOL_F_REPLY_ACK)))
 			return;
 		reply.hdr.size = sizeof(uint64_t);
 		reply.p.u64 = ret ? 1 : 0;

@@ -58,7 +58,7 @@ int vu_h_SET_FEATURES(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn
 	b->features_set = true;
 	/* Without PROTOCOL_FEATURES there is no SET_VRING_ENABLE: rings are
 	 * enabled as soon as they start. */
-	if (!vu_has(f, VHOST_USER_F_PROTOCOL_FEATURES))
+	if (!uvn_has_feature(f, VHOST_USER_F_PROTOCOL_FEATURES))
 		for (unsigned i = 0; i < b->queue_num; i++)
 			b->q[i].enabled = true;
 	vu_resume_all(b);
@@ -168,7 +168,7 @@ int vu_h_SEND_RARP(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu
 	uint8_t mac[6];
 
 	(void)reply;
-	if (!vu_has(b->proto, VHOST_USER_PROTOCOL_F_RARP) || !b->ops->send_rarp)
+	if (!uvn_has_feature(b->proto, VHOST_USER_PROTOCOL_F_RARP) || !b->ops->send_rarp)
 		return vu_req_error(b, &b->st.err_feature, "SEND_RARP without protocol feature RARP");
 	memcpy(mac, &m->p.u64, sizeof(mac));
 	/* A multicast source is no station's address: nothing to announce. */
@@ -196,7 +196,7 @@ int vu_h_NET_SET_MTU(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_
 	uint64_t mtu = m->p.u64;
 
 	(void)reply;
-	if (!vu_has(b->proto, VHOST_USER_PROTOCOL_F_NET_MTU))
+	if (!uvn_has_feature(b->proto, VHOST_USER_PROTOCOL_F_NET_MTU))
 		return vu_req_error(b, &b->st.err_feature,
 				    "NET_SET_MTU without protocol feature NET_MTU");
 	if (mtu < MIN_MTU || mtu > b->mtu_max)

@@ -19,6 +19,7 @@
 
 #include "backend.h"
 #include "frontend.h"
+#include "util/bits.h"
 #include "util/log.h"
 #include "util/stats.h"
 
@@ -46,11 +47,6 @@ const struct uvn_stat_desc uvn_vu_fe_stats_desc[] = {
 	FE_STAT(requests), FE_STAT(replies), FE_STAT(nacks), FE_STAT(err_reply),
 	FE_STAT(timeouts), FE_STAT(err_io), { NULL, 0 },
 };
-
-static bool has(uint64_t f, unsigned bit)
-{
-	return (f >> bit) & 1;
-}
 
 static int64_t now_ms(void)
 {
@@ -326,7 +322,7 @@ static int recv_reply(struct uvn_vu_fe *fe, const struct uvn_vu_msg *req, struct
 int uvn_vu_fe_request(struct uvn_vu_fe *fe, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
 {
 	const struct uvn_vu_req_info *info = uvn_vu_req_info(m->hdr.request);
-	bool reply_ack = has(fe->proto, VHOST_USER_PROTOCOL_F_REPLY_ACK);
+	bool reply_ack = uvn_has_feature(fe->proto, VHOST_USER_PROTOCOL_F_REPLY_ACK);
 	int64_t deadline = now_ms() + fe->timeout_ms;
 	struct uvn_vu_msg tmp;
 	int r;
@@ -403,7 +399,7 @@ int uvn_vu_fe_negotiate(struct uvn_vu_fe *fe, uint64_t proto_want, uint64_t *off
 		return r;
 	*offered = fe->offered;
 	*queue_pairs = 1;
-	if (!has(fe->offered, VHOST_USER_F_PROTOCOL_FEATURES))
+	if (!uvn_has_feature(fe->offered, VHOST_USER_F_PROTOCOL_FEATURES))
 		return 0;
 	r = uvn_vu_fe_get_u64(fe, VHOST_USER_GET_PROTOCOL_FEATURES, &pf);
 	if (r)
@@ -414,7 +410,7 @@ int uvn_vu_fe_negotiate(struct uvn_vu_fe *fe, uint64_t proto_want, uint64_t *off
 	if (r)
 		return r;
 	fe->proto = pf;
-	if (has(pf, VHOST_USER_PROTOCOL_F_MQ)) {
+	if (uvn_has_feature(pf, VHOST_USER_PROTOCOL_F_MQ)) {
 		r = uvn_vu_fe_get_u64(fe, VHOST_USER_GET_QUEUE_NUM, &qn);
 		if (r)
 			return r;
@@ -430,7 +426,7 @@ int uvn_vu_fe_set_features(struct uvn_vu_fe *fe, uint64_t features)
 {
 	int r;
 
-	if (has(fe->offered, VHOST_USER_F_PROTOCOL_FEATURES))
+	if (uvn_has_feature(fe->offered, VHOST_USER_F_PROTOCOL_FEATURES))
 		features |= 1ull << VHOST_USER_F_PROTOCOL_FEATURES;
 	if (features & ~fe->offered)
 		return -EINVAL;
@@ -456,7 +452,7 @@ int uvn_vu_fe_set_mem(struct uvn_vu_fe *fe, const struct uvn_mem_region_desc *re
 
 	if (n == 0)
 		return -EINVAL;
-	if (has(fe->proto, VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS)) {
+	if (uvn_has_feature(fe->proto, VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS)) {
 		uint64_t slots;
 
 		r = uvn_vu_fe_get_u64(fe, VHOST_USER_GET_MAX_MEM_SLOTS, &slots);
@@ -511,7 +507,7 @@ int uvn_vu_fe_set_vring_base(struct uvn_vu_fe *fe, unsigned idx, unsigned base)
 
 int uvn_vu_fe_set_vring_enable(struct uvn_vu_fe *fe, unsigned idx, bool on)
 {
-	if (!has(fe->features, VHOST_USER_F_PROTOCOL_FEATURES))
+	if (!uvn_has_feature(fe->features, VHOST_USER_F_PROTOCOL_FEATURES))
 		return 0;
 	return set_state(fe, VHOST_USER_SET_VRING_ENABLE, idx, on);
 }
@@ -587,7 +583,7 @@ int uvn_vu_fe_get_inflight(struct uvn_vu_fe *fe, unsigned num_queues, unsigned q
 	int r;
 
 	*fd = -1;
-	if (!has(fe->proto, VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
+	if (!uvn_has_feature(fe->proto, VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
 		return -ENOTSUP;
 	if (num_queues == 0 || num_queues > UINT16_MAX || queue_size == 0 || queue_size > UINT16_MAX)
 		return -EINVAL;
@@ -610,7 +606,7 @@ int uvn_vu_fe_set_inflight(struct uvn_vu_fe *fe, const struct uvn_vu_inflight *d
 {
 	struct uvn_vu_msg m;
 
-	if (!has(fe->proto, VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
+	if (!uvn_has_feature(fe->proto, VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
 		return -ENOTSUP;
 	if (fd < 0)
 		return -EBADF;
@@ -627,7 +623,7 @@ int uvn_vu_fe_set_status(struct uvn_vu_fe *fe, uint8_t status)
 	uint64_t got;
 	int r;
 
-	if (!has(fe->proto, VHOST_USER_PROTOCOL_F_STATUS))
+	if (!uvn_has_feature(fe->proto, VHOST_USER_PROTOCOL_F_STATUS))
 		return 0;
 	r = uvn_vu_fe_set_u64(fe, VHOST_USER_SET_STATUS, status);
 	if (r)

@@ -55,7 +55,7 @@ static uint64_t described_size(const struct uvn_vu_backend *b, const struct uvn_
 static int check_request(struct uvn_vu_backend *b, const struct uvn_vu_inflight *d,
 			 const char *what)
 {
-	if (!vu_has(b->proto, VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
+	if (!uvn_has_feature(b->proto, VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
 		return vu_req_error(b, &b->st.err_feature, "%s without INFLIGHT_SHMFD", what);
 	if (any_started(b))
 		return vu_req_error(b, &b->st.err_order, "%s while rings are started", what);

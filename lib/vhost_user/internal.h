@@ -11,6 +11,7 @@
 #include <linux/virtio_config.h>
 
 #include "backend.h"
+#include "util/bits.h"
 #include "msg.h"
 
 /* The dirty log the frontend shared (SET_LOG_BASE) and its eventfd (SET_LOG_FD). */
@@ -55,14 +56,9 @@ struct uvn_vu_backend {
 	struct uvn_vu_queue q[];
 };
 
-static inline bool vu_has(uint64_t features, unsigned bit)
-{
-	return (features >> bit) & 1;
-}
-
 static inline bool vu_packed(const struct uvn_vu_backend *b)
 {
-	return vu_has(b->features, VIRTIO_F_RING_PACKED);
+	return uvn_has_feature(b->features, VIRTIO_F_RING_PACKED);
 }
 
 /* The frontend broke the protocol: log, count, drop the connection. @return -EPROTO */

@@ -90,7 +90,7 @@ int vu_h_SET_LOG_FD(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_v
 
 static inline bool logging(const struct uvn_vu_backend *b)
 {
-	return b->log.bits && vu_has(b->features, VHOST_F_LOG_ALL);
+	return b->log.bits && uvn_has_feature(b->features, VHOST_F_LOG_ALL);
 }
 
 static void mark(struct uvn_vu_dirty_log *log, uint64_t gpa, uint64_t len)
