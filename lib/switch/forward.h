@@ -6,8 +6,13 @@
  *             every other port of the frame's VLAN;
  *  loopback - each frame back out of the port it came from, MACs swapped
  *             (testpmd's macswap);
- *  sink     - count and drop;
- *  txonly   - frames generated into every port (uvn_fwd_generate).
+ *  sink     - read every byte of each frame, count and drop: a receiver
+ *             that gets the payload, as netperf's does, so a stream
+ *             measured against it moves bytes (zero-copy would otherwise
+ *             hand it frames nobody ever reads);
+ *  txonly   - frames generated into every port (uvn_fwd_generate);
+ *  rxonly   - count and drop, the payload unread (testpmd's rxonly): a
+ *             descriptor rate, not a byte rate.
  */
 #ifndef UVN_SWITCH_FORWARD_H
 #define UVN_SWITCH_FORWARD_H
@@ -19,13 +24,15 @@
 
 #define UVN_FWD_MAX_PORTS UVN_FDB_MAX_PORTS
 
-enum uvn_fwd_mode { UVN_FWD_SWITCH, UVN_FWD_LOOPBACK, UVN_FWD_SINK, UVN_FWD_TXONLY };
+enum uvn_fwd_mode {
+	UVN_FWD_SWITCH, UVN_FWD_LOOPBACK, UVN_FWD_SINK, UVN_FWD_TXONLY, UVN_FWD_RXONLY
+};
 
 struct uvn_fwd_stats {
 	uint64_t forwarded;  /* frames handed to an output port */
 	uint64_t flooded;    /* frames sent to every other port */
 	uint64_t filtered;   /* destination behind the input port */
-	uint64_t sunk;       /* sink mode drops */
+	uint64_t sunk;       /* sink and rxonly drops */
 	uint64_t generated;  /* txonly frames delivered to a port */
 	uint64_t vlan_dropped;  /* ingress: tagged on an access port, VLAN not trunked, runt tag */
 	uint64_t limit_dropped; /* new source on a port at its mac-limit */
@@ -103,6 +110,7 @@ struct uvn_fwd_worker {
 		uint8_t hdr[42];        /* Ethernet + IPv4 + UDP */
 	} tpl;
 	struct uvn_fwd_stats st;    /* written by this worker alone (uvn_stat_add) */
+	uint64_t sink_sum;          /* sink: the bytes read, summed (so the reads happen) */
 };
 
 /* Add @w's counters to @sum; from any thread, while @w runs. */

@@ -38,8 +38,10 @@ void uvnetd_usage(FILE *f)
 	      "                       (default: the spec up to its first comma)\n\n"
 	      "Forwarding:\n"
 	      "  -f, --forward MODE   switch (default: L2 learning switch), loopback (frames go\n"
-	      "                       back out of their port, MACs swapped), sink (count and\n"
-	      "                       drop), txonly (generate frames into every port)\n"
+	      "                       back out of their port, MACs swapped), sink (read every\n"
+	      "                       byte, count and drop), rxonly (count and drop unread:\n"
+	      "                       a descriptor rate), txonly (generate frames into every\n"
+	      "                       port)\n"
 	      "      --txonly-size N  frame size for txonly (default 64, 42..65535; above 1518:\n"
 	      "                       TCPv4 GSO frames, MSS 1448, segmented for guests without TSO)\n"
 	      "      --txonly-count N stop once N frames were delivered (default: no end)\n"
@@ -131,9 +133,12 @@ bool uvnetd_opt_is_flag(int id)
 
 static int parse_mode(const char *s, enum uvn_fwd_mode *m)
 {
-	static const char *const names[] = { "switch", "loopback", "sink", "txonly" };
+	static const char *const names[] = {
+		[UVN_FWD_SWITCH] = "switch", [UVN_FWD_LOOPBACK] = "loopback", [UVN_FWD_SINK] = "sink",
+		[UVN_FWD_TXONLY] = "txonly", [UVN_FWD_RXONLY] = "rxonly",
+	};
 
-	for (unsigned i = 0; i < 4; i++) {
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (!strcmp(s, names[i])) {
 			*m = (enum uvn_fwd_mode)i;
 			return 0;
@@ -268,7 +273,7 @@ static int set_value(struct uvnetd_opts *o, int id, const char *arg)
 static const char *expected(int id)
 {
 	switch (id) {
-	case UVNETD_OPT_FORWARD: return "switch, loopback, sink or txonly";
+	case UVNETD_OPT_FORWARD: return "switch, loopback, sink, rxonly or txonly";
 	case UVNETD_OPT_TXSIZE: return "42..65535";
 	case UVNETD_OPT_TXCOUNT: return "a count of 1 or more";
 	case UVNETD_OPT_CPUS: return "a CPU list such as 0 or 2-3,6";
