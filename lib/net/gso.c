@@ -187,19 +187,63 @@ static bool has(uint64_t features, unsigned bit)
 	return (features >> bit) & 1;
 }
 
+/*
+ * Virtio-net, "Processing of Incoming Packets": the device MUST NOT set a
+ * GSO type the driver did not negotiate. The feature bits say which IP
+ * version each may carry (GUEST_USO4: "USOv4 packets"), so an IPv6 UDP_L4
+ * frame needs GUEST_USO6 even where the MUST NOT names both bits; a TCP
+ * frame that needs segmenting with ECN set goes only to a driver with
+ * GUEST_ECN; and every GSO type depends on GUEST_CSUM (its frames carry a
+ * partial checksum).
+ */
+bool uvn_gso_type_ok(uint64_t features, uint8_t gso_type, unsigned ip_version)
+{
+	uint8_t type = gso_type & (uint8_t)~VIRTIO_NET_HDR_GSO_ECN;
+	bool ecn = gso_type & VIRTIO_NET_HDR_GSO_ECN, ok;
+
+	if (gso_type == VIRTIO_NET_HDR_GSO_NONE)
+		return true;
+	if ((ip_version != 4 && ip_version != 6) || !has(features, VIRTIO_NET_F_GUEST_CSUM))
+		return false;
+	switch (type) {
+	case VIRTIO_NET_HDR_GSO_TCPV4:
+		ok = ip_version == 4 && has(features, VIRTIO_NET_F_GUEST_TSO4);
+		break;
+	case VIRTIO_NET_HDR_GSO_TCPV6:
+		ok = ip_version == 6 && has(features, VIRTIO_NET_F_GUEST_TSO6);
+		break;
+	case VIRTIO_NET_HDR_GSO_UDP:
+		ok = !ecn && has(features, VIRTIO_NET_F_GUEST_UFO);
+		break;
+	case VIRTIO_NET_HDR_GSO_UDP_L4:
+		ok = !ecn && has(features, ip_version == 6 ? VIRTIO_NET_F_GUEST_USO6
+							    : VIRTIO_NET_F_GUEST_USO4);
+		break;
+	default:
+		return false; /* ECN without a type, or unknown */
+	}
+	return ok && (!ecn || has(features, VIRTIO_NET_F_GUEST_ECN));
+}
+
+unsigned uvn_gso_ip_version(const uint8_t *frame, uint32_t len)
+{
+	uint16_t et;
+
+	if (len < UVN_ETH_HLEN)
+		return 0;
+	et = get16(frame + 12);
+	if (et == ETH_P_8021Q || et == ETH_P_8021AD) {
+		if (len < UVN_ETH_HLEN + 4)
+			return 0;
+		et = get16(frame + 16);
+	}
+	return et == ETH_P_IP ? 4 : et == ETH_P_IPV6 ? 6 : 0;
+}
+
 bool uvn_gso_guest_ok(const struct uvn_gso *g, uint64_t features)
 {
-	unsigned bit;
-
-	if (!has(features, VIRTIO_NET_F_GUEST_CSUM))
-		return false;
-	switch (g->type) {
-	case VIRTIO_NET_HDR_GSO_TCPV4: bit = VIRTIO_NET_F_GUEST_TSO4; break;
-	case VIRTIO_NET_HDR_GSO_TCPV6: bit = VIRTIO_NET_F_GUEST_TSO6; break;
-	default: bit = g->ipv6 ? VIRTIO_NET_F_GUEST_USO6 : VIRTIO_NET_F_GUEST_USO4; break;
-	}
-	/* Spec: ECN frames only to a driver that negotiated GUEST_ECN. */
-	return has(features, bit) && (!g->cwr || has(features, VIRTIO_NET_F_GUEST_ECN));
+	return uvn_gso_type_ok(features, (uint8_t)(g->type | (g->cwr ? VIRTIO_NET_HDR_GSO_ECN : 0)),
+			       g->ipv6 ? 6 : 4);
 }
 
 static uint16_t csum_off(const struct uvn_gso *g)

@@ -62,6 +62,18 @@ const char *uvn_gso_strerror(int err);
  */
 int uvn_gso_parse(const struct uvn_pkt *p, struct uvn_gso *g);
 
+/*
+ * May a driver that negotiated @features receive a frame of @gso_type (the
+ * ECN bit included) carrying IP version @ip_version (4 or 6) unsegmented?
+ * The one answer for both sides: the device before it passes a GSO frame
+ * on (uvn_gso_guest_ok()), our driver when it checks what a device wrote.
+ * GSO_NONE is always allowed; anything else needs GUEST_CSUM and its bit.
+ */
+bool uvn_gso_type_ok(uint64_t features, uint8_t gso_type, unsigned ip_version);
+
+/* The IP version of an Ethernet frame (one VLAN tag skipped): 4, 6, or 0 (neither, or too short). */
+unsigned uvn_gso_ip_version(const uint8_t *frame, uint32_t len);
+
 /* May a guest with @features receive this frame unsegmented? */
 bool uvn_gso_guest_ok(const struct uvn_gso *g, uint64_t features);
 

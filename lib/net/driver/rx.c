@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include "net/driver/drv.h"
+#include "net/gso.h"
 
 #define EWMA_WEIGHT 64u
 
@@ -118,11 +119,16 @@ void drv_rxq_fini(struct drv_rxq *rq)
 
 /* ------------------------------------------------------------ receive */
 
-/* Read the header once and check what the backend may set. */
-static bool read_hdr(struct drv_rxq *rq, const void *buf, struct virtio_net_hdr_v1 *h)
+/*
+ * Read the header once and check what the backend may set: @buf holds the
+ * header and @len bytes of it and the frame (at least an Ethernet header).
+ * A GSO type is checked as the device checks it (uvn_gso_type_ok()).
+ */
+static bool read_hdr(struct drv_rxq *rq, const uint8_t *buf, uint32_t len,
+		     struct virtio_net_hdr_v1 *h)
 {
 	const struct uvn_drv *d = rq->d;
-	uint8_t gso;
+	unsigned hl = d->hdr_len;
 
 	memcpy(h, buf, sizeof(*h));
 	if (UVN_UNLIKELY(h->flags)) {
@@ -130,19 +136,9 @@ static bool read_hdr(struct drv_rxq *rq, const void *buf, struct virtio_net_hdr_
 		    !d->guest_csum)
 			return false;
 	}
-	gso = h->gso_type & (uint8_t)~VIRTIO_NET_HDR_GSO_ECN;
-	if (UVN_UNLIKELY(h->gso_type != VIRTIO_NET_HDR_GSO_NONE)) {
-		uint64_t f = d->features;
-		bool ok = (gso == VIRTIO_NET_HDR_GSO_TCPV4 && uvn_has_feature(f, VIRTIO_NET_F_GUEST_TSO4)) ||
-			  (gso == VIRTIO_NET_HDR_GSO_TCPV6 && uvn_has_feature(f, VIRTIO_NET_F_GUEST_TSO6)) ||
-			  (gso == VIRTIO_NET_HDR_GSO_UDP && uvn_has_feature(f, VIRTIO_NET_F_GUEST_UFO));
-#ifdef VIRTIO_NET_HDR_GSO_UDP_L4
-		ok = ok || (gso == VIRTIO_NET_HDR_GSO_UDP_L4 &&
-			    uvn_has_feature(f, VIRTIO_NET_F_GUEST_USO4));
-#endif
-		if (!ok)
-			return false;
-	}
+	if (UVN_UNLIKELY(h->gso_type != VIRTIO_NET_HDR_GSO_NONE) &&
+	    !uvn_gso_type_ok(d->features, h->gso_type, uvn_gso_ip_version(buf + hl, len - hl)))
+		return false;
 	h->num_buffers = 0;
 	return true;
 }
@@ -204,7 +200,7 @@ static void rx_small(struct drv_rxq *rq, void *tok, uint32_t len, struct uvn_pkt
 			return;
 		}
 	}
-	if (UVN_UNLIKELY(!read_hdr(rq, buf, &p->vnet))) {
+	if (UVN_UNLIKELY(!read_hdr(rq, buf, len, &p->vnet))) {
 		rq->st.err_hdr++;
 		rq->st.drops++;
 		uvn_pkt_free(p);
@@ -252,7 +248,8 @@ static void rx_big(struct drv_rxq *rq, void *tok, uint32_t len, struct uvn_pkt *
 		rq->rec_free[rq->nrec_free++] = rec;
 	}
 	p->buf = p->seg[0].iov_base;
-	if (UVN_UNLIKELY(!read_hdr(rq, p->seg[0].iov_base, &p->vnet))) {
+	if (UVN_UNLIKELY(!read_hdr(rq, p->seg[0].iov_base, len < DRV_BIG_PAGE ? len : DRV_BIG_PAGE,
+				   &p->vnet))) {
 		rq->st.err_hdr++;
 		rq->st.drops++;
 		uvn_pkt_free(p);
@@ -411,7 +408,7 @@ static void rx_mrg(struct drv_rxq *rq, void *tok, uint32_t len, struct uvn_pkt *
 	p->buf = buf;
 	p->seg[0] = (struct iovec){ buf + hl, len - hl };
 	p->len = len - hl;
-	if (UVN_UNLIKELY(!read_hdr(rq, buf, &h))) {
+	if (UVN_UNLIKELY(!read_hdr(rq, buf, len, &h))) {
 		rq->st.err_hdr++;
 		rq->partial_drop = true;
 	}
