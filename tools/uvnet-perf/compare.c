@@ -110,7 +110,8 @@ static const char *limits_cell(unsigned i, unsigned runs)
 			v[k] = res[i][p][k].limit_frac;
 		pt_median(v, runs, &med, &lo, &hi);
 		if (pt_known(med))
-			n += (size_t)snprintf(out + n, sizeof(out) - n, "%s%.1f", p ? "/" : "", med * 100);
+			n += (size_t)snprintf(out + n, sizeof(out) - n, "%s%.1f%s", p ? "/" : "",
+					      med * 100, med > 1 ? "!" : "");
 		else
 			n += (size_t)snprintf(out + n, sizeof(out) - n, "%s-", p ? "/" : "");
 	}
@@ -157,6 +158,45 @@ static void print_row(unsigned i, unsigned runs, struct pt_bars *plot)
 	printf(" | %s | %s\n", reg, limits_cell(i, runs));
 }
 
+/* What the receivers did with the payload, where the pairs of a row differ. */
+static void touched_notes(const struct pt_opts *o)
+{
+	for (unsigned i = 0; i < NROWS; i++) {
+		bool same = true;
+
+		for (unsigned p = 1; wanted(o, i) && p < NPAIRS; p++)
+			same &= res[i][p][0].touched == res[i][0][0].touched;
+		if (!wanted(o, i) || same)
+			continue;
+		printf("# %s %s %u B, touched:", pt_test_name(rows[i].test), pt_dir_name(rows[i].dir),
+		       rows[i].size);
+		for (unsigned p = 0; p < NPAIRS; p++)
+			printf("%s %s %s", p ? "," : "", pairs[p].name, pt_touch_name(res[i][p][0].touched));
+		printf("\n");
+	}
+}
+
+/* Cells whose median is over the physical limit ("!" in the limit column). */
+static void over_notes(const struct pt_opts *o, unsigned runs)
+{
+	for (unsigned i = 0; i < NROWS; i++)
+		for (unsigned p = 0; wanted(o, i) && p < NPAIRS; p++) {
+			double v[MAX_RUNS], med, lo, hi;
+			const struct pt_result *over = NULL;
+
+			for (unsigned k = 0; k < runs; k++) {
+				v[k] = res[i][p][k].limit_frac;
+				if (!over && res[i][p][k].over_limit)
+					over = &res[i][p][k];
+			}
+			if (!over || !pt_median(v, runs, &med, &lo, &hi) || !(med > 1))
+				continue;
+			printf("# ! %s %s %u B %s: %.0f %% of its physical limit (median), %s: %s\n",
+			       pt_test_name(rows[i].test), pt_dir_name(rows[i].dir), rows[i].size,
+			       pairs[p].name, med * 100, over->limit_basis, pt_over_why(over));
+		}
+}
+
 /* Failed runs, and frames that were not plain frames on the way. */
 static void footnotes(const struct pt_opts *o, unsigned runs)
 {
@@ -180,6 +220,9 @@ static void footnotes(const struct pt_opts *o, unsigned runs)
 						 "for a driver without GUEST_TSO4; Gb/s counts bytes)");
 	printf("# pps: 64 B frames prebuilt (uvnet) / testpmd txonly; stream: every frame built; "
 	       "testpmd has one mode for both\n");
+	touched_notes(o);
+	over_notes(o, runs);
+	pt_table_legend(stdout);
 }
 
 static void print_table(const struct pt_opts *o, const struct pt_cfg *base, unsigned runs)

@@ -223,6 +223,11 @@ static unsigned nearest(const struct pt_limits *l, unsigned size)
 	return best;
 }
 
+/*
+ * Over 100 % a row measured something cheaper than its limit's work: frames
+ * nobody read (a descriptor rate), or a read where the limit is a copy.
+ * Never silent: r->over_limit makes the reports flag it.
+ */
 void pt_limits_apply(const struct pt_limits *l, struct pt_result *r)
 {
 	if (!l || r->status != PT_OK)
@@ -233,12 +238,13 @@ void pt_limits_apply(const struct pt_limits *l, struct pt_result *r)
 		r->limit_frac = r->tps * l->rtt_ns / 1e9;
 		snprintf(r->limit_basis, sizeof(r->limit_basis),
 			 "1 cache-line round trip per transaction (%.0f ns)", l->rtt_ns);
-		return;
-	}
-	unsigned i = nearest(l, r->cfg.size);
+	} else {
+		unsigned i = nearest(l, r->cfg.size);
 
-	r->limit_frac = r->gbps / l->copy_gbps[i];
-	snprintf(r->limit_basis, sizeof(r->limit_basis),
-		 "one memcpy per frame (%.0f B frames: %.1f Gb/s on one core)", l->copy_sizes[i],
-		 l->copy_gbps[i]);
+		r->limit_frac = r->gbps / l->copy_gbps[i];
+		snprintf(r->limit_basis, sizeof(r->limit_basis),
+			 "one memcpy per frame (%.0f B frames: %.1f Gb/s on one core)",
+			 l->copy_sizes[i], l->copy_gbps[i]);
+	}
+	r->over_limit = r->limit_frac > 1;
 }

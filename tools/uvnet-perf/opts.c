@@ -18,6 +18,8 @@ static const char *const merge_names[] = { "header", "adaptive", "mtu-only" };
 static const char *const zc_names[] = { "default", "on", "off", "auto" };
 static const char *const drv_names[] = { "uvnet", "dpdk" };
 static const char *const dev_names[] = { "uvnetd", "dpdk", "external" };
+static const char *const touch_names[] = { "unknown", "descriptors only", "payload copied",
+					   "payload read" };
 
 const char *pt_test_name(enum pt_test t) { return test_names[t]; }
 const char *pt_dir_name(enum pt_dir d) { return dir_names[d]; }
@@ -27,6 +29,7 @@ const char *pt_merge_name(enum uvn_mrg_sizing m) { return merge_names[m]; }
 const char *pt_zc_name(enum pt_zc z) { return zc_names[z]; }
 const char *pt_drv_name(enum pt_drv d) { return drv_names[d]; }
 const char *pt_dev_name(enum pt_dev d) { return dev_names[d]; }
+const char *pt_touch_name(enum pt_touch t) { return touch_names[t]; }
 
 void pt_usage(FILE *f)
 {
@@ -35,8 +38,10 @@ void pt_usage(FILE *f)
 	      "own CPU, connected by a vhost-user socket; throughput, CPU per side, service\n"
 	      "demand, notifications and drops, each seed optimization on and off.\n\n"
 	      "Tests (-t TEST or the first argument):\n"
-	      "  stream   bulk frames one way, Gb/s (the sender builds every frame)\n"
-	      "  pps      64 B frames at the maximum rate (prebuilt frames, pktgen-style)\n"
+	      "  stream   bulk frames one way, Gb/s (the sender builds every frame, the\n"
+	      "           receiver gets every byte: uvnetd's sink reads them)\n"
+	      "  pps      64 B frames at the maximum rate (prebuilt frames, pktgen-style,\n"
+	      "           dropped unread: a descriptor rate)\n"
 	      "  rr       request/response of --size bytes: transactions/s, latency p50/p99/p99.9\n\n"
 	      "Suites:\n"
 	      "      --suite default|seeds|limits   default: pps, stream tx/rx at 64 B, 1518 B,\n"

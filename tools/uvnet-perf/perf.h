@@ -72,6 +72,19 @@ struct pt_cfg {
 
 enum pt_status { PT_OK, PT_NA, PT_ERR };
 
+/*
+ * What the receiving end did with each frame's payload, weakest first: a
+ * stream is a byte rate only if every byte reached the receiver (netperf's
+ * receiver gets every byte), a pps row is a descriptor rate and may touch
+ * nothing. Named in every row (run_result.c decides).
+ */
+enum pt_touch {
+	PT_TOUCH_UNKNOWN,           /* an external device: not ours to know */
+	PT_TOUCH_DESC,              /* descriptors only: frames dropped unread */
+	PT_TOUCH_COPIED,            /* every byte copied into the receiver's memory */
+	PT_TOUCH_READ,              /* every byte read by the receiver */
+};
+
 /* --interval: seconds per record of the measured window (uvnetd reports every 0.2 s). */
 #define PT_INTERVAL_MIN 0.2
 #define PT_INTERVAL_MAX 3600.0
@@ -110,6 +123,8 @@ struct pt_result {
 	double rtt_ns;              /* cache-line round trip between the CPUs before the test */
 	double limit_frac;          /* result / physical limit */
 	char limit_basis[96];
+	bool over_limit;            /* limit_frac > 1: it moved less than it claims */
+	enum pt_touch touched;
 	bool windowed;              /* frames and bytes are known */
 	uint64_t frames, bytes;     /* in the measured window: what pps and gbps come from */
 	const struct pt_interval *iv; /* the window's intervals (their frames add up to
@@ -169,6 +184,7 @@ const char *pt_merge_name(enum uvn_mrg_sizing m);
 const char *pt_zc_name(enum pt_zc z);
 const char *pt_drv_name(enum pt_drv d);
 const char *pt_dev_name(enum pt_dev d);
+const char *pt_touch_name(enum pt_touch t);
 
 /* run.c: run one test. Never fails without saying why in @r. */
 void pt_run(const struct pt_opts *o, const struct pt_cfg *c, struct pt_result *r);
@@ -181,6 +197,14 @@ void pt_json_extra(FILE *f, const struct pt_result *r, const char *extra);
 void pt_json_metadata(FILE *f, const struct pt_opts *o, int argc, char *const *argv);
 void pt_table_head(FILE *f);
 void pt_table_row(FILE *f, const struct pt_result *r);
+/* Under a table: a line per row of @r[0..n) over its physical limit ("# ! ..."). */
+void pt_table_flags(FILE *f, const struct pt_result *r, unsigned n);
+/* Why @r is over its physical limit, by what its receiver did. */
+const char *pt_over_why(const struct pt_result *r);
+/* Under a table: what its "touched" column says. */
+void pt_table_legend(FILE *f);
+/* A limit fraction as "12.3%", flagged "1250.0%!" above 100 %, or "-". */
+const char *pt_fmt_limit(char *buf, size_t n, double frac);
 /* "12.3 Mpps" style helpers */
 const char *pt_fmt_rate(char *buf, size_t n, double pps);
 const char *pt_fmt_num(char *buf, size_t n, int decimals, double v);

@@ -159,6 +159,11 @@ void pt_json_extra(FILE *f, const struct pt_result *r, const char *extra)
 	jstr(f, "regime", pt_known(r->rtt_ns) ? pt_regime(r->rtt_ns) : "unknown");
 	jnum(f, "limit_fraction", r->limit_frac, 4);
 	jstr(f, "limit_basis", r->limit_basis);
+	if (pt_known(r->limit_frac))
+		fprintf(f, ",\"over_limit\":%s", r->over_limit ? "true" : "false");
+	else
+		fputs(",\"over_limit\":null", f);
+	jstr(f, "touched", pt_touch_name(r->touched));
 	json_window(f, r);
 	if (extra && *extra)
 		fprintf(f, ",%s", extra);
@@ -200,12 +205,22 @@ const char *pt_headline_unit(const struct pt_result *r)
 	return r->cfg.test == PT_PPS || r->cfg.size < 256 ? "Mpps" : "Gb/s";
 }
 
+const char *pt_fmt_limit(char *buf, size_t n, double frac)
+{
+	if (!pt_known(frac) || !isfinite(frac))
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, "%.1f%%%s", frac * 100, frac > 1 ? "!" : "");
+	return buf;
+}
+
 void pt_table_head(FILE *f)
 {
-	fprintf(f, "%-6s %-3s %6s %9s %8s %5s %5s %8s %8s %8s %7s  %s\n", "test", "dir", "size",
-		"Mpps", "Gb/s", "cpu", "cpu", "SD", "notif", "drops", "of", "rr latency us");
-	fprintf(f, "%-6s %-3s %6s %9s %8s %5s %5s %8s %8s %8s %7s  %s\n", "", "", "bytes", "", "",
-		"drv", "dev", "us/KB", "per s", "", "limit", "p50/p99/p99.9");
+	fprintf(f, "%-6s %-3s %6s %9s %8s %5s %5s %8s %8s %8s %8s  %-16s  %s\n", "test", "dir",
+		"size", "Mpps", "Gb/s", "cpu", "cpu", "SD", "notif", "drops", "of", "touched",
+		"rr latency us");
+	fprintf(f, "%-6s %-3s %6s %9s %8s %5s %5s %8s %8s %8s %8s  %-16s  %s\n", "", "", "bytes", "",
+		"", "drv", "dev", "us/KB", "per s", "", "limit", "(receiver)", "p50/p99/p99.9");
 }
 
 void pt_table_row(FILE *f, const struct pt_result *r)
@@ -224,13 +239,47 @@ void pt_table_row(FILE *f, const struct pt_result *r)
 			 r->lat.p999, r->tps);
 	if (r->counted)
 		snprintf(drops, sizeof(drops), "%" PRIu64, r->drops);
-	fprintf(f, "%9s %8s %5s %5s %8s %8s %8s %7s  %s\n",
+	fprintf(f, "%9s %8s %5s %5s %8s %8s %8s %8s  %-16s  %s\n",
 		pt_fmt_num(a[0], 24, 3, r->pps / 1e6), pt_fmt_num(a[1], 24, 2, r->gbps),
 		pt_fmt_num(a[2], 24, 2, r->cpu_drv), pt_fmt_num(a[3], 24, 2, r->cpu_dev),
 		pt_fmt_num(a[4], 24, 3, r->sd), pt_fmt_num(a[5], 24, 0, r->notif_ps), drops,
-		pt_known(r->limit_frac) ? (snprintf(a[6], 24, "%.1f%%", r->limit_frac * 100), a[6])
-					: "-",
-		lat);
+		pt_fmt_limit(a[6], 24, r->limit_frac), pt_touch_name(r->touched), lat);
+}
+
+const char *pt_over_why(const struct pt_result *r)
+{
+	if (r->cfg.test == PT_RR)
+		return "more transactions than cross-CPU round trips allow: the regime changed since "
+		       "the limit was measured";
+	switch (r->touched) {
+	case PT_TOUCH_DESC:
+		return "its frames went unread: a descriptor rate, not bytes moved";
+	case PT_TOUCH_READ:
+		return "its receiver reads every byte but copies none, and a read outruns a copy";
+	case PT_TOUCH_COPIED:
+		return "more than one copy a frame at the limit's rate: its buffers stay hotter "
+		       "than the limit's rings, or fewer bytes were copied than counted";
+	default:
+		return "what the external device did with the bytes is unknown";
+	}
+}
+
+void pt_table_flags(FILE *f, const struct pt_result *r, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (r[i].status == PT_OK && r[i].over_limit)
+			fprintf(f, "# ! %s %s %u B is %.0f %% of its physical limit, %s: %s\n",
+				pt_test_name(r[i].cfg.test),
+				r[i].cfg.test == PT_RR ? "-" : pt_dir_name(r[i].cfg.dir), r[i].cfg.size,
+				r[i].limit_frac * 100, r[i].limit_basis, pt_over_why(&r[i]));
+}
+
+void pt_table_legend(FILE *f)
+{
+	fprintf(f, "# touched: what the receiver did with every frame's payload: payload read = "
+		   "read every byte (uvnetd's sink sums them; uvnet's driver with --dirty), payload "
+		   "copied = every byte copied into its buffers, descriptors only = dropped unread "
+		   "(a descriptor rate)\n");
 }
 
 /* The 1-minute load average: how much else ran on the machine. */

@@ -344,6 +344,7 @@ void pt_run(const struct pt_opts *o, const struct pt_cfg *c, struct pt_result *r
 	bool ok;
 
 	result_init(r, c);
+	r->touched = run_touched(o, c);
 	why = pt_cfg_check(c);
 	if (!why)
 		why = not_available(o, c);

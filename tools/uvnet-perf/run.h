@@ -26,6 +26,8 @@ void run_fail(struct run *x, const char *fmt, ...) __attribute__((format(printf,
 struct pt_side *run_receiver(struct run *x);
 /* Frames (rr: transactions) that arrived, by the receiver's counters @c. */
 uint64_t run_received(const struct run *x, const struct pt_counts *c);
+/* What the receiver does with the payload in this test (any status). */
+enum pt_touch run_touched(const struct pt_opts *o, const struct pt_cfg *c);
 /* Rates, CPU, service demand, notifications, totals and latency into x->r. */
 void run_compute(struct run *x);
 

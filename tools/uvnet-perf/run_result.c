@@ -209,6 +209,35 @@ static void driver_facts(struct run *x)
 	x->r->rx_mode_used = (enum uvn_rx_mode)sh->rx_mode;
 }
 
+/* uvnetd copies guest TX frames below this (--zerocopy auto, its default --zerocopy-min). */
+#define UVNETD_ZC_MIN 256u
+
+/*
+ * A device writes every byte it delivers into the driver's buffers (rx,
+ * the pair's B, rr's answers), and uvnet's driver with --dirty reads them
+ * too. Sent to a device: DPDK's net_vhost copies guest buffers into its
+ * mbufs; uvnetd's sink reads every byte (one that predates rxonly reads
+ * none), and dropping frames unread still copies the ones uvnetd does not
+ * borrow (zero-copy): below --zerocopy-min, or all with zero-copy off.
+ */
+enum pt_touch run_touched(const struct pt_opts *o, const struct pt_cfg *c)
+{
+	bool reads = c->dirty && c->driver == PT_DRV_UVNET;
+
+	if (c->test == PT_RR || c->pair || c->dir == PT_RX)
+		return reads ? PT_TOUCH_READ : PT_TOUCH_COPIED;
+	if (c->device == PT_DEV_EXTERNAL)
+		return PT_TOUCH_UNKNOWN;
+	if (c->device == PT_DEV_DPDK)
+		return PT_TOUCH_COPIED;
+	if (c->test == PT_STREAM && pt_uvnetd_sink_reads(o))
+		return PT_TOUCH_READ;
+	if (!pt_uvnetd_has(o, "--zerocopy") || c->zerocopy == PT_ZC_OFF ||
+	    (c->zerocopy != PT_ZC_ON && c->size < UVNETD_ZC_MIN))
+		return PT_TOUCH_COPIED;
+	return PT_TOUCH_DESC;
+}
+
 /* Did both sides end the way they should? */
 static void check_sides(struct run *x)
 {

@@ -201,8 +201,7 @@ static const char *limit_cell(const struct pt_result *r, unsigned runs)
 		v[i] = r[i].limit_frac;
 	if (!pt_median(v, runs, &med, &lo, &hi))
 		return "-";
-	snprintf(out, sizeof(out), "%.1f%%", med * 100);
-	return out;
+	return pt_fmt_limit(out, sizeof(out), med);
 }
 
 static void print_table(const struct pt_opts *o, unsigned runs, struct pt_bars *plot)
@@ -246,6 +245,16 @@ static void print_table(const struct pt_opts *o, unsigned runs, struct pt_bars *
 				       exps[e].workload, exps[e].size, on ? "on" : "off",
 				       f->status == PT_NA ? "n/a" : "error", n, runs, f->reason);
 		}
+	for (unsigned e = 0; e < NEXP; e++) {
+		double v[MAX_RUNS], med, lo, hi;
+
+		for (unsigned i = 0; i < runs; i++)
+			v[i] = res[e][1][i].limit_frac;
+		if (pt_median(v, runs, &med, &lo, &hi) && med > 1)
+			printf("# ! %s %s %u B, on: %.0f %% of its physical limit (median), %s: %s\n",
+			       exps[e].seed, exps[e].workload, exps[e].size, med * 100,
+			       res[e][1][0].limit_basis, pt_over_why(&res[e][1][0]));
+	}
 	(void)o;
 	printf("# zero-copy rows: drivers A and B both on the driver CPU, event mode, B's mergeable "
 	       "buffers sized adaptively (EWMA, as Linux); dev SD: uvnetd's CPU per KB\n");

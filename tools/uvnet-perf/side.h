@@ -72,6 +72,8 @@ const char *pt_uvnetd_help(const struct pt_opts *o);
 /* Largest --txonly-size the uvnetd at hand accepts (0 if unknown). */
 unsigned pt_uvnetd_txonly_max(const struct pt_opts *o);
 bool pt_uvnetd_has(const struct pt_opts *o, const char *option);
+/* Does this uvnetd's --forward sink read every byte (else it drops frames unread)? */
+bool pt_uvnetd_sink_reads(const struct pt_opts *o);
 
 /* Is a socket file there yet? */
 bool pt_sock_exists(const char *path);

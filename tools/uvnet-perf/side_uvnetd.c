@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * uvnetd as the device: sink (tx tests), txonly (rx tests), loopback (rr),
- * switch (a pair). Its --json interval lines give the counters; SIGINT
- * makes it print the final totals and exit.
+ * uvnetd as the device: sink (stream tx: it reads every byte), rxonly (pps
+ * tx: it drops frames unread), txonly (rx tests), loopback (rr), switch (a
+ * pair). Its --json interval lines give the counters; SIGINT makes it print
+ * the final totals and exit.
  */
 #include <errno.h>
 #include <limits.h>
@@ -80,6 +81,12 @@ unsigned pt_uvnetd_txonly_max(const struct pt_opts *o)
 	return dots ? (unsigned)strtoul(dots + 2, NULL, 10) : 0;
 }
 
+bool pt_uvnetd_sink_reads(const struct pt_opts *o)
+{
+	/* The two came together: before rxonly, sink read nothing. */
+	return pt_uvnetd_has(o, "rxonly");
+}
+
 bool pt_sock_exists(const char *path)
 {
 	struct stat st;
@@ -133,13 +140,16 @@ static void on_line(void *ctx, char *line, uint64_t t_ns)
 		s->last = c;
 }
 
-static const char *forward_mode(const struct pt_cfg *c)
+static const char *forward_mode(const struct pt_opts *o, const struct pt_cfg *c)
 {
 	if (c->pair)
 		return "switch";
 	if (c->test == PT_RR)
 		return "loopback";
-	return c->dir == PT_TX ? "sink" : "txonly";
+	if (c->dir == PT_RX)
+		return "txonly";
+	/* pps is a descriptor rate: nothing reads the frames. */
+	return c->test == PT_PPS && pt_uvnetd_sink_reads(o) ? "rxonly" : "sink";
 }
 
 static int start(struct pt_side *s)
@@ -159,7 +169,7 @@ static int start(struct pt_side *s)
 		argv[n++] = port[i];
 	}
 	argv[n++] = (char *)"--forward";
-	argv[n++] = (char *)forward_mode(c);
+	argv[n++] = (char *)forward_mode(s->o, c);
 	if (!c->pair && c->test != PT_RR && c->dir == PT_RX) {
 		argv[n++] = (char *)"--txonly-size";
 		argv[n++] = size;

@@ -65,15 +65,19 @@ int pt_single(const struct pt_opts *o)
 	}
 	for (unsigned i = 0; i < o->runs && !pt_interrupted; i++) {
 		pt_run(o, &o->cfg, &r);
-		if (o->json)
+		if (o->json) {
 			pt_json(stdout, &r);
-		else
+		} else {
 			pt_table_row(stdout, &r);
-		if (!o->json && r.status == PT_OK && r.reason[0])
-			printf("  note: %s\n", r.reason);
+			if (r.status == PT_OK && r.reason[0])
+				printf("  note: %s\n", r.reason);
+			pt_table_flags(stdout, &r, 1);
+		}
 		fflush(stdout);
 		bad |= r.status == PT_ERR;
 	}
+	if (!o->json)
+		pt_table_legend(stdout);
 	return bad || pt_interrupted ? 1 : 0;
 }
 
@@ -168,6 +172,8 @@ int pt_suite_default(const struct pt_opts *o)
 		printf(" ns; after the suite: %.0f ns (%s)\n", rtt_after, pt_regime(rtt_after));
 		printf("# SD: service demand, us of CPU (driver + device) per KB delivered; "
 		       "limit: one memcpy per frame (stream, pps), one round trip per transaction (rr)\n");
+		pt_table_legend(stdout);
+		pt_table_flags(stdout, r, TOUR_N);
 	}
 	if (o->plot_dir)
 		plot_default(o, r);

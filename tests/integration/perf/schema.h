@@ -79,6 +79,8 @@ static const struct field perf_schema[] = {
 	{ "regime", F_STR, "near|far|contended|unknown", 0 },
 	{ "limit_fraction", F_NUM | F_NULL, NULL, 0 },
 	{ "limit_basis", F_STR, NULL, 0 },
+	{ "over_limit", F_BOOL | F_NULL, NULL, 0 },
+	{ "touched", F_STR, "payload read|payload copied|descriptors only|unknown", 0 },
 	{ "frames", F_UINT | F_NULL, NULL, 0 },
 	{ "bytes", F_UINT | F_NULL, NULL, 0 },
 	{ "intervals", F_IV, NULL, 0 },

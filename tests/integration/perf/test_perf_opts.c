@@ -2,14 +2,17 @@
 /*
  * uvnet-perf's pieces that run nothing: the command line, the latency
  * histogram, the JSON reader it parses uvnetd's output (and the schema
- * test parses its own output) with.
+ * test parses its own output) with, the flag on a row over its physical
+ * limit and what each kind of test says its receiver touched.
  */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -17,6 +20,7 @@
 #include "hist.h"
 #include "util/json_read.h"
 #include "perf.h"
+#include "run.h"
 
 /* Parse a command line given as one string. */
 static int parse(const char *line, struct pt_opts *o, char *err)
@@ -261,6 +265,105 @@ static void json_reader(void **state)
 	}
 }
 
+/* A result of @gbps at @size bytes, stream tx, as run_compute() leaves it. */
+static struct pt_result result(unsigned size, double gbps, enum pt_touch touched)
+{
+	struct pt_result r;
+
+	memset(&r, 0, sizeof(r));
+	pt_cfg_defaults(&r.cfg);
+	r.cfg.size = size;
+	r.status = PT_OK;
+	r.gbps = gbps;
+	r.pps = gbps * 1e9 / 8 / size;
+	r.cpu_drv = r.cpu_dev = r.sd = r.notif_ps = r.limit_frac = NAN;
+	r.lat.p50 = NAN;
+	r.touched = touched;
+	return r;
+}
+
+/* The table's text for @n rows and their flags. */
+static char *table(const struct pt_result *r, unsigned n)
+{
+	static char *buf;
+	size_t len;
+	FILE *f;
+
+	free(buf);
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	for (unsigned i = 0; i < n; i++)
+		pt_table_row(f, &r[i]);
+	pt_table_flags(f, r, n);
+	fclose(f);
+	return buf;
+}
+
+/* 1394 Gb/s against a 111.5 Gb/s copy: 1250 %, flagged in JSON and text, never silent. */
+static void over_the_limit_is_flagged(void **state)
+{
+	struct pt_limits l = { .valid = true, .copy_gbps = { 20, 80, 111.5 },
+			       .copy_sizes = { 64, 1518, 65536 }, .rtt_ns = 100 };
+	struct pt_result r[2] = { result(65535, 1393.75, PT_TOUCH_DESC),
+				  result(65535, 55.75, PT_TOUCH_READ) };
+	char buf[24], *t;
+
+	(void)state;
+	for (unsigned i = 0; i < 2; i++)
+		pt_limits_apply(&l, &r[i]);
+	assert_true(fabs(r[0].limit_frac - 12.5) < 1e-9);
+	assert_true(r[0].over_limit);
+	assert_true(fabs(r[1].limit_frac - 0.5) < 1e-9);
+	assert_false(r[1].over_limit);
+	assert_string_equal(pt_fmt_limit(buf, sizeof(buf), r[0].limit_frac), "1250.0%!");
+	assert_string_equal(pt_fmt_limit(buf, sizeof(buf), r[1].limit_frac), "50.0%");
+	assert_string_equal(pt_fmt_limit(buf, sizeof(buf), NAN), "-");
+	t = table(r, 2);
+	assert_non_null(strstr(t, "1250.0%!  descriptors only"));
+	assert_non_null(strstr(t, "50.0%  payload read"));
+	assert_non_null(strstr(t, "# ! stream tx 65535 B is 1250 % of its physical limit, one memcpy "
+				  "per frame (65536 B frames: 111.5 Gb/s on one core): its frames went "
+				  "unread"));
+	/* One flag line: the row under its limit has none. */
+	assert_null(strstr(strstr(t, "# !") + 1, "# !"));
+	/* A read may outrun a copy: said so when it does. */
+	r[1].gbps = 200;
+	pt_limits_apply(&l, &r[1]);
+	assert_true(r[1].over_limit);
+	assert_non_null(strstr(table(&r[1], 1), "reads every byte but copies none"));
+}
+
+/* What the receiver does with the payload, for the sides that need no uvnetd to ask. */
+static void what_the_receiver_touches(void **state)
+{
+	struct pt_opts o;
+	struct pt_cfg c;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse("stream -d rx", &o, err), 0);
+	c = o.cfg;
+	assert_int_equal(run_touched(&o, &c), PT_TOUCH_COPIED);  /* the device writes its buffers */
+	c.dirty = true;
+	assert_int_equal(run_touched(&o, &c), PT_TOUCH_READ);    /* and the driver reads them */
+	c.driver = PT_DRV_DPDK;
+	assert_int_equal(run_touched(&o, &c), PT_TOUCH_COPIED);  /* testpmd has no --dirty */
+	c = o.cfg;
+	c.dir = PT_TX;
+	c.device = PT_DEV_DPDK;
+	assert_int_equal(run_touched(&o, &c), PT_TOUCH_COPIED);  /* net_vhost copies into mbufs */
+	c.test = PT_PPS;
+	assert_int_equal(run_touched(&o, &c), PT_TOUCH_COPIED);
+	c.device = PT_DEV_EXTERNAL;
+	assert_int_equal(run_touched(&o, &c), PT_TOUCH_UNKNOWN);
+	c.test = PT_RR;
+	assert_int_equal(run_touched(&o, &c), PT_TOUCH_COPIED);  /* the answers land in our buffers */
+	assert_string_equal(pt_touch_name(PT_TOUCH_DESC), "descriptors only");
+	assert_string_equal(pt_touch_name(PT_TOUCH_READ), "payload read");
+	assert_string_equal(pt_touch_name(PT_TOUCH_COPIED), "payload copied");
+	assert_string_equal(pt_touch_name(PT_TOUCH_UNKNOWN), "unknown");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -272,6 +375,8 @@ int main(void)
 		cmocka_unit_test(interval_option),
 		cmocka_unit_test(histogram),
 		cmocka_unit_test(json_reader),
+		cmocka_unit_test(over_the_limit_is_flagged),
+		cmocka_unit_test(what_the_receiver_touches),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

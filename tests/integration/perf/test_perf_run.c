@@ -4,9 +4,12 @@
  * object matches the schema, and the numbers make sense as numbers (never
  * as speeds): what arrived is what was sent minus the reported drops, CPU
  * is a fraction of one core, rr latencies are positive and ordered, the
- * per-interval records add up to the measured window. Also: the metadata
- * line comes first, n/a and error rows are still valid objects, a bad
- * --interval is refused, and Ctrl-C leaves no process or file behind.
+ * per-interval records add up to the measured window, a row over its
+ * physical limit says so, every row names what its receiver did with the
+ * payload (stream: every byte reaches it; pps: a descriptor rate). Also:
+ * the metadata line comes first, n/a and error rows are still valid
+ * objects, a bad --interval is refused, and Ctrl-C leaves no process or
+ * file behind.
  *
  * Usage: test_perf_run UVNET_PERF UVNETD
  */
@@ -35,15 +38,16 @@ static const char *perf, *uvnetd;
 
 #define SHORT "-l 1 -w 0.2"
 
-/* Run uvnet-perf with @args and --json; its stdout in @out. @return exit status */
-static int run(const char *args, char *out, size_t n)
+/* Run uvnet-perf with @args (and --json if @json); its stdout in @out. @return exit status */
+static int run_as(const char *args, bool json, char *out, size_t n)
 {
 	char cmd[1024];
 	size_t len = 0;
 	FILE *p;
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "%s %s --json --uvnetd %s", perf, args, uvnetd);
+	snprintf(cmd, sizeof(cmd), "%s %s%s --uvnetd %s", perf, args, json ? " --json" : "",
+		 uvnetd);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	while (len < n - 1 && fgets(out + len, (int)(n - len), p))
@@ -51,6 +55,11 @@ static int run(const char *args, char *out, size_t n)
 	out[len] = 0;
 	st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int run(const char *args, char *out, size_t n)
+{
+	return run_as(args, true, out, n);
 }
 
 static double metadata_interval;
@@ -134,6 +143,13 @@ static void sane(const struct js *o)
 	assert_true(num(o, "pps") > 0 && num(o, "gbps") > 0);
 	assert_true(num(o, "notifications_per_s") >= 0);
 	assert_string_equal(js_get(o, "measured_at")->str, "receiver");
+	/* Never silently over the limit: the flag is the fraction's. */
+	if (js_get(o, "limit_fraction")->type == JS_NUM) {
+		assert_int_equal(js_get(o, "over_limit")->type, JS_BOOL);
+		assert_true(js_get(o, "over_limit")->b == (num(o, "limit_fraction") > 1));
+	} else {
+		assert_int_equal(js_get(o, "over_limit")->type, JS_NULL);
+	}
 	if (!strcmp(test, "rr")) {
 		const struct js *lat = js_get(o, "latency_us");
 
@@ -145,33 +161,52 @@ static void sane(const struct js *o)
 	}
 }
 
-static void one(const char *args)
+static const char *want_touched;
+
+static void sane_touched(const struct js *o)
+{
+	sane(o);
+	assert_string_equal(js_get(o, "touched")->str, want_touched);
+}
+
+/*
+ * One test, and what its receiver does with the payload: uvnetd's sink
+ * reads every byte of a stream, drops pps frames unread (those below
+ * --zerocopy-min, 256 B, it copied to take them), writes every byte it
+ * sends into the driver's buffers; the driver reads them with --dirty.
+ */
+static void one(const char *args, const char *touched)
 {
 	char out[8192], cmd[512];
 	int st;
 
 	snprintf(cmd, sizeof(cmd), "%s %s", args, SHORT);
 	st = run(cmd, out, sizeof(out));
+	want_touched = touched;
 	/* The object first: a failed test says why in its reason. */
-	assert_int_equal(each_object(out, false, sane), 1);
+	assert_int_equal(each_object(out, false, sane_touched), 1);
 	assert_int_equal(st, 0);
 }
 
-static void stream_tx(void **s) { (void)s; one("stream -s 64"); }
-static void stream_rx(void **s) { (void)s; one("stream -d rx -s 1518"); }
-static void stream_tso(void **s) { (void)s; one("stream -s 65535"); }
-static void stream_rx_big(void **s) { (void)s; one("stream -d rx -s 65535 -m big"); }
-static void stream_event(void **s) { (void)s; one("stream -s 1518 -M event"); }
-static void stream_packed(void **s) { (void)s; one("stream -d rx -r packed -m small"); }
-static void stream_dirty(void **s) { (void)s; one("stream -s 4096 --dirty"); }
-static void pps_tx(void **s) { (void)s; one("pps"); }
-static void pps_rx_segs(void **s) { (void)s; one("pps -d rx"); }
-static void pps_segs(void **s) { (void)s; one("pps --segs 2 --desc-cache off"); }
-static void rr_poll(void **s) { (void)s; one("rr"); }
-static void rr_event(void **s) { (void)s; one("rr -M event -s 1518"); }
-static void pair_stream(void **s) { (void)s; one("stream --pair -s 4096 -M event"); }
-static void pair_rr(void **s) { (void)s; one("rr --pair -M event"); }
-static void queues(void **s) { (void)s; one("stream -Q 2 -s 256"); }
+#define READ "payload read"
+#define COPIED "payload copied"
+static void stream_tx(void **s) { (void)s; one("stream -s 64", READ); }
+static void stream_rx(void **s) { (void)s; one("stream -d rx -s 1518", COPIED); }
+static void stream_tso(void **s) { (void)s; one("stream -s 65535", READ); }
+static void stream_rx_big(void **s) { (void)s; one("stream -d rx -s 65535 -m big", COPIED); }
+static void stream_event(void **s) { (void)s; one("stream -s 1518 -M event", READ); }
+static void stream_packed(void **s) { (void)s; one("stream -d rx -r packed -m small", COPIED); }
+static void stream_dirty(void **s) { (void)s; one("stream -s 4096 --dirty", READ); }
+static void stream_rx_dirty(void **s) { (void)s; one("stream -d rx -s 4096 --dirty", READ); }
+static void pps_tx(void **s) { (void)s; one("pps", COPIED); }
+static void pps_tx_big(void **s) { (void)s; one("pps -s 4096", "descriptors only"); }
+static void pps_rx_segs(void **s) { (void)s; one("pps -d rx", COPIED); }
+static void pps_segs(void **s) { (void)s; one("pps --segs 2 --desc-cache off", COPIED); }
+static void rr_poll(void **s) { (void)s; one("rr", COPIED); }
+static void rr_event(void **s) { (void)s; one("rr -M event -s 1518", COPIED); }
+static void pair_stream(void **s) { (void)s; one("stream --pair -s 4096 -M event", COPIED); }
+static void pair_rr(void **s) { (void)s; one("rr --pair -M event", COPIED); }
+static void queues(void **s) { (void)s; one("stream -Q 2 -s 256", READ); }
 
 /* --rate is a ceiling: the receiver never sees more than the sender was let send. */
 static void paced(const struct js *o)
@@ -251,6 +286,20 @@ static void default_suite_short(void **s)
 	assert_int_equal(run("-l 0.5 -w 0.1", out, sizeof(out)), 0);
 	/* pps tx/rx, stream tx/rx at three sizes, rr */
 	assert_int_equal(each_object(out, false, sane), 9);
+}
+
+/* The text table names what each row's receiver touched, and says what that means. */
+static void table_says_what_was_touched(void **s)
+{
+	char out[8192];
+
+	(void)s;
+	assert_int_equal(run_as("stream -s 1518 -q " SHORT, false, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, " touched "));
+	assert_non_null(strstr(out, "  payload read  "));
+	assert_non_null(strstr(out, "\n# touched: "));
+	assert_int_equal(run_as("pps -s 4096 -q " SHORT, false, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "  descriptors only  "));
 }
 
 static void seeds_schema(const struct js *o)
@@ -345,7 +394,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(stream_tx),       cmocka_unit_test(stream_rx),
 		cmocka_unit_test(stream_tso),      cmocka_unit_test(stream_rx_big),
 		cmocka_unit_test(stream_event),    cmocka_unit_test(stream_packed),
-		cmocka_unit_test(stream_dirty),    cmocka_unit_test(pps_tx),
+		cmocka_unit_test(stream_dirty),    cmocka_unit_test(stream_rx_dirty),
+		cmocka_unit_test(pps_tx),          cmocka_unit_test(pps_tx_big),
 		cmocka_unit_test(pps_rx_segs),     cmocka_unit_test(pps_segs),
 		cmocka_unit_test(rr_poll),         cmocka_unit_test(rr_event),
 		cmocka_unit_test(pair_stream),     cmocka_unit_test(pair_rr),
@@ -353,6 +403,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(not_available_and_errors),
 		cmocka_unit_test(intervals_and_metadata),
 		cmocka_unit_test(default_suite_short), cmocka_unit_test(seeds_suite_objects),
+		cmocka_unit_test(table_says_what_was_touched),
 		cmocka_unit_test(interrupt_cleans_up),
 	};
 
