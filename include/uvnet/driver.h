@@ -122,8 +122,9 @@ extern "C" {
 /** Bytes in front of a tx pool packet's frame, where the driver writes the virtio-net header. */
 #define UVN_DRV_HEADROOM 64u
 
-/** Largest indirect descriptor cache threshold: a header plus every segment of a packet. */
-#define UVN_DRV_DESC_CACHE_MAX (1u + UVN_PKT_MAX_SEGS)
+/** Largest indirect descriptor cache threshold: a header and 19 segments (a 64 KB frame in
+ *  4 KB pages and more); larger tables come from the shared arena. */
+#define UVN_DRV_DESC_CACHE_MAX 20u
 
 /** How receive buffers are posted. */
 enum uvn_rx_mode {

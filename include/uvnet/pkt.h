@@ -33,8 +33,22 @@ extern "C" {
 /* Exported from libuvnet.so, which hides everything else (lib/uvnet.map). */
 #pragma GCC visibility push(default)
 
-/** Segments per packet: a 64 KB frame in 4 KB pieces, plus a header and slack (Linux: MAX_SKB_FRAGS + 2). */
-#define UVN_PKT_MAX_SEGS 19
+/**
+ * Segments per packet: enough for the largest legal frame in the smallest
+ * pieces it arrives in, so a received frame is always one packet. That is
+ * a mergeable receive: 64 KB of IP + Ethernet + VLAN (65553 B) and the
+ * 12-byte virtio-net header over buffers of at least 1518 B, each filled
+ * by the device but the last: 44; the rest is slack. A big-mode chain
+ * takes 17 (4 KB pages), a frame sent from 4 KB pages 17.
+ *
+ * ABI: seg[] is the last member of struct uvn_pkt and stays at its
+ * offset, so this bound can grow without moving a field; packets come
+ * from pools (uvn_pkt_pool_create()), whose descriptors are the library's
+ * size. A program that only uses pool packets and walks seg[0..nseg)
+ * needs no rebuild when it grows (it was 19: a 64 KB frame took up to 43
+ * mergeable buffers and was copied or dropped).
+ */
+#define UVN_PKT_MAX_SEGS 48
 
 /** Completion for packets that borrow memory (zero-copy). */
 struct uvn_pkt_ubuf {
@@ -61,7 +75,7 @@ struct uvn_pkt {
 	uint16_t pad;
 	uint64_t user;              /**< owner's cookie */
 	struct virtio_net_hdr_v1 vnet; /**< offload metadata, wire format (little-endian) */
-	struct iovec seg[UVN_PKT_MAX_SEGS];
+	struct iovec seg[UVN_PKT_MAX_SEGS]; /**< the last member (see UVN_PKT_MAX_SEGS) */
 };
 
 /** How to create a packet pool. */

@@ -4,6 +4,7 @@
  * the most recently freed (cache-hot) one is handed out next.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -11,6 +12,12 @@
 #include <uvnet/pkt.h>
 
 #include "util/abi.h"
+
+/* The ABI promise of pkt.h (UVN_PKT_MAX_SEGS): seg[] is last and stays where it is. */
+_Static_assert(sizeof(void *) != 8 || offsetof(struct uvn_pkt, seg) == 72, "seg[] moved");
+_Static_assert(sizeof(struct uvn_pkt) ==
+	       offsetof(struct uvn_pkt, seg) + UVN_PKT_MAX_SEGS * sizeof(struct iovec),
+	       "seg[] is not the last member");
 
 struct uvn_pkt_pool {
 	struct uvn_pkt **free;   /* stack of free descriptors */

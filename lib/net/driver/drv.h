@@ -51,13 +51,16 @@
 #define DRV_EWMA_MAX 4096u
 /* No mergeable buffer is larger than this (jumbo MTUs). */
 #define DRV_MRG_MAX (DRV_FRAG_PAGE / 2)
-/* Mergeable frames spread over more buffers than a packet has segments are
- * copied into one of these. */
-#define DRV_OVERFLOW_PKTS 4u
-#define DRV_OVERFLOW_ROOM (DRV_MAX_FRAME + 64u)
+/* No mergeable buffer is smaller than this, whatever the MTU and sizing:
+ * the device fills every buffer of a frame but the last (virtio-net,
+ * "Processing of Incoming Packets"), so a legal frame takes at most
+ * DRV_MRG_MAX_BUFS of them, and a packet has segments for that many. */
+#define DRV_MRG_MIN DRV_GOOD_PACKET_LEN
+#define DRV_MRG_MAX_BUFS ((UVN_NET_HDR_LEN + DRV_MAX_FRAME + DRV_MRG_MIN - 1) / DRV_MRG_MIN)
 #define CACHE_LINE 64u
 
 _Static_assert(DRV_BIG_PAGES + 1 <= UVN_PKT_MAX_SEGS, "a big chain fits a packet's segments");
+_Static_assert(DRV_MRG_MAX_BUFS <= UVN_PKT_MAX_SEGS, "a mergeable frame fits a packet's segments");
 
 /* Token tags: rx and tx ring tokens are pointers with the low bit saying
  * what they are (everything they point at is at least 8-byte aligned). */
@@ -147,8 +150,6 @@ struct drv_rxq {
 	struct uvn_pkt_pool *pkts;  /* small: data rooms in the arena; else descriptors only */
 	void *pkt_mem;
 	size_t pkt_mem_len;
-	struct uvn_pkt_pool *overflow; /* mergeable frames of more buffers than segments */
-	void *overflow_mem;
 	/* Buffers given back for reuse: small buffers, big-mode pages. */
 	void **recycle;
 	unsigned nrecycle, recycle_cap;

@@ -24,6 +24,11 @@
 
 #define F(b) (1ull << (b))
 
+/* Offloads that hand the driver frames larger than an MTU frame (and ECN, which needs them). */
+#define DRV_GUEST_GSO (F(VIRTIO_NET_F_GUEST_TSO4) | F(VIRTIO_NET_F_GUEST_TSO6) | \
+		       F(VIRTIO_NET_F_GUEST_UFO) | F(VIRTIO_NET_F_GUEST_ECN) |    \
+		       F(VIRTIO_NET_F_GUEST_USO4) | F(VIRTIO_NET_F_GUEST_USO6))
+
 /* The in-flight region serves only a backend that comes back: without
  * reconnecting it would cost the backend a write per chain for nothing. */
 uint64_t drv_proto_want(const struct uvn_drv *d)
@@ -113,6 +118,14 @@ static size_t ring_bytes(const struct uvn_drv *d)
 	return l.size;
 }
 
+/* Big-mode chains a ring holds: one descriptor each through an indirect table. */
+static size_t big_chains(const struct uvn_drv *d)
+{
+	size_t num = d->cfg.queue_size;
+
+	return d->indirect && d->cfg.ring != UVN_RING_PACKED ? num : num / DRV_BIG_DESCS + 1;
+}
+
 size_t drv_rx_buf_bytes(const struct uvn_drv *d)
 {
 	size_t num = d->cfg.queue_size, b;
@@ -123,8 +136,10 @@ size_t drv_rx_buf_bytes(const struct uvn_drv *d)
 	else if (d->rx_mode == UVN_RX_SMALL)
 		b = (2 * num + 64) * 1600;
 	else if (d->rx_mode == UVN_RX_BIG)
-		b = ((d->indirect && d->cfg.ring != UVN_RING_PACKED ? num : num / DRV_BIG_DESCS + 1) + 64) *
-		    DRV_BIG_PAGES * DRV_BIG_PAGE;
+		/* The ring's chains, as many again held by the application (a
+		 * burst returns at most a ring's worth) and some: every frame
+		 * 64 KB at worst. */
+		b = (2 * big_chains(d) + 64) * DRV_BIG_PAGES * DRV_BIG_PAGE;
 	else
 		b = 2 * num * (mtu_buf <= DRV_EWMA_MAX ? DRV_EWMA_MAX :
 			       mtu_buf + CACHE_LINE < DRV_MRG_MAX ? mtu_buf + CACHE_LINE : DRV_MRG_MAX);
@@ -142,8 +157,6 @@ static size_t arena_bytes(const struct uvn_drv *d)
 	per_pair += pow2(drv_rx_buf_bytes(d)) + (size_t)DRV_FRAG_PAGE;
 	if (d->rx_mode == UVN_RX_SMALL)
 		per_pair += pow2((size_t)d->cfg.rx_pkts * DRV_ROOM);
-	if (d->rx_mode == UVN_RX_MERGEABLE)
-		per_pair += pow2((size_t)DRV_OVERFLOW_PKTS * DRV_OVERFLOW_ROOM);
 	per_pair += pow2((size_t)d->cfg.tx_pkts * DRV_ROOM);
 	per_pair += pow2(num * CACHE_LINE) + pow2(num * DRV_ROOM);
 	total = per_pair * d->pairs;
@@ -345,6 +358,10 @@ static int choose_features(struct uvn_drv *d)
 	if (c->queue_pairs > 1)
 		want |= F(VIRTIO_NET_F_MQ);
 	d->features = d->offered & want & ~off;
+	/* Small buffers cannot hold a GSO frame (virtio-net: without MRG_RXBUF
+	 * they would have to be 64 KB): the backend segments for us instead. */
+	if (d->rx_mode == UVN_RX_SMALL)
+		d->features &= ~DRV_GUEST_GSO;
 	/* Dependencies (virtio-net: the control queue features need CTRL_VQ). */
 	if (!(d->features & F(VIRTIO_NET_F_CTRL_VQ)))
 		d->features &= ~(F(VIRTIO_NET_F_CTRL_RX) | F(VIRTIO_NET_F_CTRL_MAC_ADDR) |

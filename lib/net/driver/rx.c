@@ -65,19 +65,6 @@ int drv_rxq_init(struct uvn_drv *d, struct drv_rxq *rq)
 	ret = uvn_pkt_pool_create(&pc, &rq->pkts);
 	if (ret)
 		return ret;
-	if (rq->mode == UVN_RX_MERGEABLE) {
-		struct uvn_pkt_pool_cfg oc = {
-			.count = DRV_OVERFLOW_PKTS, .buf_size = DRV_OVERFLOW_ROOM, .name = "rx-overflow",
-		};
-
-		rq->overflow_mem = uvn_arena_alloc(d->arena, oc.count * oc.buf_size, CACHE_LINE);
-		if (!rq->overflow_mem)
-			return -ENOMEM;
-		oc.mem = rq->overflow_mem;
-		ret = uvn_pkt_pool_create(&oc, &rq->overflow);
-		if (ret)
-			return ret;
-	}
 	rq->recycle_cap = rq->mode == UVN_RX_BIG ? num * DRV_BIG_PAGES : num;
 	rq->recycle = calloc(rq->recycle_cap, sizeof(*rq->recycle));
 	if (!rq->recycle)
@@ -102,11 +89,8 @@ void drv_rxq_fini(struct drv_rxq *rq)
 
 	if (!d)
 		return;
-	uvn_pkt_pool_destroy(rq->overflow);
 	uvn_pkt_pool_destroy(rq->pkts);
 	uvn_frag_pool_destroy(rq->frags);
-	if (rq->overflow_mem)
-		uvn_arena_free(d->arena, rq->overflow_mem, DRV_OVERFLOW_PKTS * DRV_OVERFLOW_ROOM);
 	if (rq->pkt_mem)
 		uvn_arena_free(d->arena, rq->pkt_mem, rq->pkt_mem_len);
 	if (rq->frag_mem)
@@ -283,22 +267,8 @@ static void *mrg_buf(void *tok, struct uvn_pkt **p)
 	return tok;
 }
 
-/* Copy a frame that needs more segments than a packet has into one data room. */
-static struct uvn_pkt *to_overflow(struct drv_rxq *rq, struct uvn_pkt *p)
-{
-	struct uvn_pkt *o = uvn_pkt_alloc(rq->overflow);
-
-	if (o) {
-		uvn_pkt_read(p, 0, o->buf, p->len);
-		uvn_pkt_set_buf(o, p->len);
-		o->vnet = p->vnet;
-		rq->st.copies++;
-	}
-	uvn_pkt_free(p);
-	return o;
-}
-
-/* Add a later buffer's bytes to the frame being assembled. */
+/* Add a later buffer's bytes to the frame being assembled. rx_mrg() took
+ * no frame of more buffers than a packet has segments. */
 static void mrg_append(struct drv_rxq *rq, void *tok, uint32_t len)
 {
 	struct uvn_pkt *p = rq->partial, *obj;
@@ -310,25 +280,6 @@ static void mrg_append(struct drv_rxq *rq, void *tok, uint32_t len)
 			rq->partial_drop = true;
 		}
 		drv_rx_release_token(rq, tok);
-		return;
-	}
-	if (UVN_UNLIKELY(!p->frags)) {
-		/* Already copied into an overflow packet. */
-		memcpy((uint8_t *)p->buf + p->len, buf, len);
-		p->seg[0].iov_len += len;
-		p->len += len;
-		drv_rx_release_token(rq, tok);
-		return;
-	}
-	if (UVN_UNLIKELY(p->nseg == UVN_PKT_MAX_SEGS)) {
-		p = rq->partial = to_overflow(rq, p);
-		if (!p) {
-			rq->st.drop_nopkt++;
-			rq->partial_drop = true;
-			drv_rx_release_token(rq, tok);
-			return;
-		}
-		mrg_append(rq, tok, len);
 		return;
 	}
 	p->seg[p->nseg++] = (struct iovec){ buf, len };
@@ -356,6 +307,18 @@ static void mrg_done(struct drv_rxq *rq, struct uvn_pkt **out, unsigned *got)
 	/* Linux's EWMA of frame sizes, weight 1/64, for the adaptive sizing. */
 	rq->ewma = rq->ewma ? (rq->ewma * (EWMA_WEIGHT - 1) + p->len) / EWMA_WEIGHT : p->len;
 	deliver(rq, p, out, got);
+}
+
+/* Drop the frame whose first buffer is @tok: its later buffers are consumed and dropped with it. */
+static void mrg_skip(struct drv_rxq *rq, void *tok, uint16_t nb, struct uvn_pkt **out,
+		     unsigned *got)
+{
+	drv_rx_release_token(rq, tok);
+	rq->partial = NULL;
+	rq->partial_drop = true;
+	rq->partial_left = nb - 1u;
+	if (!rq->partial_left)
+		mrg_done(rq, out, got);
 }
 
 static void rx_mrg(struct drv_rxq *rq, void *tok, uint32_t len, struct uvn_pkt **out,
@@ -389,17 +352,17 @@ static void rx_mrg(struct drv_rxq *rq, void *tok, uint32_t len, struct uvn_pkt *
 	}
 	if (nb > 1)
 		rq->st.mrg_multi++;
+	/* More than a legal frame takes of our buffers (drv.h: DRV_MRG_MAX_BUFS). */
+	if (UVN_UNLIKELY(nb > UVN_PKT_MAX_SEGS)) {
+		rq->st.err_num_buffers++;
+		mrg_skip(rq, tok, nb, out, got);
+		return;
+	}
 	if (!p) {
 		p = uvn_pkt_alloc(rq->pkts);
 		if (UVN_UNLIKELY(!p)) {
 			rq->st.drop_nopkt++;
-			drv_rx_release_token(rq, tok);
-			/* Its later buffers are consumed and dropped with it. */
-			rq->partial = NULL;
-			rq->partial_drop = true;
-			rq->partial_left = nb - 1u;
-			if (!rq->partial_left)
-				mrg_done(rq, out, got);
+			mrg_skip(rq, tok, nb, out, got);
 			return;
 		}
 		p->frags = rq->frags;

@@ -18,12 +18,12 @@ static unsigned align_up(unsigned v, unsigned a)
 unsigned drv_mrg_buf_len(const struct drv_rxq *rq)
 {
 	const struct uvn_drv *d = rq->d;
-	unsigned frame = d->cfg.mtu + UVN_ETH_HLEN + 4, len;
+	unsigned frame = drv_small_frame(d), len; /* at least DRV_MRG_MIN (drv.h) */
 
 	switch (drv_opt(d, UVN_OPT_MRG_SIZING)) {
 	case UVN_MRG_MTU_ONLY:
 		/* Before seed 003: room for the frame, none for the header. */
-		return frame;
+		return frame < DRV_MRG_MAX ? frame : DRV_MRG_MAX;
 	case UVN_MRG_EWMA: {
 		unsigned avg = rq->ewma, hi = DRV_EWMA_MAX - d->hdr_len;
 
