@@ -4,7 +4,13 @@
  *  - single-core memcpy bandwidth: the device copies every frame once
  *    (guest TX buffer -> its packet, or its packet -> guest RX buffer), so a
  *    stream or pps result is read as a fraction of copying frames of that
- *    size between two rings of 256 buffers on one core;
+ *    size between two rings of 256 buffers on one core (warm: the rings
+ *    are reused, in cache as far as they fit, as a device's own recycled
+ *    buffers are);
+ *  - cold memcpy (--suite limits only): the same with source and
+ *    destination far larger than the last-level cache, the floor of a
+ *    copy of guest buffers that no cache holds (CPU per byte is read
+ *    against it);
  *  - the cache-line round trip between the two CPUs: a request/response
  *    needs at least one (the request's index line to the device, the
  *    response's back), so rr transactions/s are read against 1/RTT. On the
@@ -101,6 +107,149 @@ static double copy_gbps(int cpu, size_t size, double secs)
 		return NAN;
 	pthread_join(t, NULL);
 	return j.gbps;
+}
+
+/* ------------------------------------------------------- cold memcpy */
+/*
+ * The copy a device makes of guest buffers that are in no cache: a guest's
+ * buffers were written long ago or by its own CPU and evicted since, and
+ * the buffers they are copied into are as cold. Source and destination are
+ * each COLD_LLC_TIMES the last-level cache, walked in order a frame at a
+ * time (frames up to 2 KB in 2 KB slots, larger ones back to back, as
+ * guest buffers lie): the walk comes round only after everything it
+ * touched was evicted, and the prefetchers see the streams a guest's
+ * buffers would show them. Plain 4 KB pages, as a guest's memfd memory.
+ */
+#define COLD_LLC_TIMES 8u
+#define COLD_MIN_BUF (128ul << 20)
+#define COLD_MAX_BUF (1ul << 30)
+#define LLC_GUESS (64ul << 20)
+#define COLD_WINDOWS 5u
+
+/* The largest cache of @cpu (sysfs), or 0 if it says nothing. */
+static size_t llc_bytes(int cpu)
+{
+	size_t best = 0;
+	unsigned best_level = 0;
+
+	for (unsigned i = 0; i < 8; i++) {
+		char path[96], buf[32];
+		unsigned level = 0;
+		unsigned long kb = 0;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cache/index%u/level", cpu, i);
+		f = fopen(path, "r");
+		if (!f)
+			break;
+		if (fscanf(f, "%u", &level) != 1)
+			level = 0;
+		fclose(f);
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cache/index%u/size", cpu, i);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f))
+			kb = strtoul(buf, NULL, 10) * (strchr(buf, 'M') ? 1024 : 1);
+		fclose(f);
+		if (level >= best_level && kb) {
+			best_level = level;
+			best = kb << 10;
+		}
+	}
+	return best;
+}
+
+struct cold_job {
+	int cpu;
+	double secs;
+	struct pt_limits *l;
+};
+
+/* Copy frames of @size from @src to @dst at *pos onwards for @secs; *pos moves on. */
+static double cold_walk(uint8_t *src, uint8_t *dst, size_t buf, size_t *pos, size_t size,
+			double secs)
+{
+	size_t slot = size <= 2048 ? 2048 : size, n = buf / slot, i = (*pos + slot - 1) / slot % n;
+	uint64_t bytes = 0, t0 = pt_now_ns(), t;
+
+	do {
+		for (unsigned k = 0; k < 64; k++) {
+			memcpy(dst + i * slot, src + i * slot, size);
+			i = i + 1 == n ? 0 : i + 1;
+		}
+		bytes += 64 * (uint64_t)size;
+		t = pt_now_ns();
+	} while (t - t0 < (uint64_t)(secs * 1e9));
+	*pos = i * slot;
+	return (double)bytes * 8 / (double)(t - t0);
+}
+
+/*
+ * Windows of the three sizes in turn, each walk going on where the last
+ * one stopped (all ahead of it untouched for a whole lap): a size's value
+ * is the median of its windows, so a burst of someone else's memory
+ * traffic on the shared machine moves one window, not the row.
+ */
+static void cold_rows(uint8_t *src, uint8_t *dst, struct pt_limits *l, double secs)
+{
+	double w[3][COLD_WINDOWS], lo, hi;
+	size_t pos = 0;
+
+	for (unsigned k = 0; k < COLD_WINDOWS; k++)
+		for (unsigned i = 0; i < 3; i++)
+			w[i][k] = cold_walk(src, dst, l->cold_buf, &pos, (size_t)l->cold_sizes[i],
+					    secs / 3 / COLD_WINDOWS);
+	for (unsigned i = 0; i < 3; i++)
+		pt_median(w[i], COLD_WINDOWS, &l->cold_gbps[i], &lo, &hi);
+}
+
+static void *cold_thread(void *arg)
+{
+	struct cold_job *j = arg;
+	struct pt_limits *l = j->l;
+	uint8_t *src, *dst;
+
+	pin(j->cpu);
+	src = aligned_alloc(4096, l->cold_buf);
+	dst = aligned_alloc(4096, l->cold_buf);
+	if (src && dst) {
+		/* Frames unlike each other (no page the same as another), then
+		 * two laps untimed: every page is faulted in and written, and
+		 * the first lap's slowness on a fresh mapping is behind us. */
+		for (size_t k = 0; k < l->cold_buf / 8; k++)
+			((uint64_t *)src)[k] = k * 0x9e3779b97f4a7c15ull;
+		for (unsigned lap = 0; lap < 2; lap++)
+			memcpy(dst, src, l->cold_buf);
+		cold_rows(src, dst, l, j->secs);
+	}
+	free(src);
+	free(dst);
+	return NULL;
+}
+
+int pt_limits_cold(int cpu, double secs, struct pt_limits *l)
+{
+	static const double sizes[3] = { 1518, 16384, 65536 };
+	struct cold_job j = { cpu, secs, l };
+	size_t llc = llc_bytes(cpu);
+	pthread_t t;
+
+	l->llc = llc;
+	l->cold_buf = (llc ? llc : LLC_GUESS) * COLD_LLC_TIMES;
+	if (l->cold_buf < COLD_MIN_BUF)
+		l->cold_buf = COLD_MIN_BUF;
+	if (l->cold_buf > COLD_MAX_BUF)
+		l->cold_buf = COLD_MAX_BUF;
+	l->cold_buf &= ~(size_t)((1u << 20) - 1); /* whole MB: aligned_alloc()'s multiple */
+	for (unsigned i = 0; i < 3; i++) {
+		l->cold_sizes[i] = sizes[i];
+		l->cold_gbps[i] = NAN;
+	}
+	if (pthread_create(&t, NULL, cold_thread, &j))
+		return -1;
+	pthread_join(t, NULL);
+	return pt_known(l->cold_gbps[0]) ? 0 : -1;
 }
 
 /* -------------------------------------------------- cache-line ping-pong */
@@ -202,6 +351,7 @@ int pt_limits_measure(int cpu_a, int cpu_b, double secs, struct pt_limits *l)
 
 	memset(l, 0, sizeof(*l));
 	for (unsigned i = 0; i < 3; i++) {
+		l->cold_gbps[i] = l->cold_sizes[i] = NAN; /* pt_limits_cold()'s */
 		l->copy_sizes[i] = sizes[i];
 		/* The device's CPU does the copies. */
 		l->copy_gbps[i] = copy_gbps(cpu_a, (size_t)sizes[i], secs / 4);

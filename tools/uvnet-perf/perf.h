@@ -233,8 +233,15 @@ struct pt_limits {
 	double copy_sizes[3];
 	double rtt_ns;              /* cache-line round trip between the two CPUs (median) */
 	double rtt_min, rtt_max;
+	/* pt_limits_cold(): memcpy with source and destination in no cache */
+	double cold_gbps[3];        /* at 1518 B (2 KB slots), 16 KB and 64 KB frames */
+	double cold_sizes[3];
+	size_t cold_buf;            /* bytes of each of the two buffers walked */
+	size_t llc;                 /* the last-level cache they dwarf (bytes) */
 };
 int pt_limits_measure(int cpu_a, int cpu_b, double secs, struct pt_limits *l);
+/* The cold copy rows into @l (NAN where it could not run). @return 0 or -1 */
+int pt_limits_cold(int cpu, double secs, struct pt_limits *l);
 /* Cache-line round trip between two CPUs, median ns over @secs. NAN on failure. */
 double pt_rtt_probe(int cpu_a, int cpu_b, double secs);
 /* The limits measured in this run (NULL if none yet), and setting them. */

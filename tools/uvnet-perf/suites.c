@@ -182,6 +182,20 @@ int pt_suite_default(const struct pt_opts *o)
 
 /* ----------------------------------------------------------------- limits */
 
+/* {"1518":12.34,...} or null where it could not run */
+static void json_gbps(const char *key, const double *gbps, const double *sizes)
+{
+	printf(",\"%s\":{", key);
+	for (unsigned i = 0; i < 3; i++) {
+		printf("%s\"%.0f\":", i ? "," : "", sizes[i]);
+		if (pt_known(gbps[i]))
+			printf("%.2f", gbps[i]);
+		else
+			printf("null");
+	}
+	printf("}");
+}
+
 int pt_suite_limits(const struct pt_opts *o)
 {
 	const struct pt_cfg *c = &o->cfg;
@@ -192,21 +206,42 @@ int pt_suite_limits(const struct pt_opts *o)
 			c->dev_cpu, c->drv_cpu);
 		return 1;
 	}
+	if (pt_limits_cold(c->dev_cpu, 1.5, &l))
+		fprintf(stderr, "uvnet-perf: no cold copy row (2 x %zu MB of memory?)\n",
+			l.cold_buf >> 20);
 	if (o->json) {
-		printf("{\"test\":\"limits\",\"cpu_a\":%d,\"cpu_b\":%d,\"memcpy_gbps\":{\"64\":%.2f,"
-		       "\"1518\":%.2f,\"65536\":%.2f},\"rtt_ns\":%.1f,\"rtt_min_ns\":%.1f,"
-		       "\"rtt_max_ns\":%.1f,\"regime\":\"%s\"}\n",
-		       c->dev_cpu, c->drv_cpu, l.copy_gbps[0], l.copy_gbps[1], l.copy_gbps[2], l.rtt_ns,
-		       l.rtt_min, l.rtt_max, pt_regime(l.rtt_ns));
+		printf("{\"test\":\"limits\",\"cpu_a\":%d,\"cpu_b\":%d", c->dev_cpu, c->drv_cpu);
+		json_gbps("memcpy_gbps", l.copy_gbps, l.copy_sizes);
+		json_gbps("cold_memcpy_gbps", l.cold_gbps, l.cold_sizes);
+		printf(",\"cold_buffer_bytes\":%zu,\"llc_bytes\":", l.cold_buf);
+		if (l.llc)
+			printf("%zu", l.llc);
+		else
+			printf("null");
+		printf(",\"rtt_ns\":%.1f,\"rtt_min_ns\":%.1f,\"rtt_max_ns\":%.1f,\"regime\":\"%s\"}\n",
+		       l.rtt_ns, l.rtt_min, l.rtt_max, pt_regime(l.rtt_ns));
 		return 0;
 	}
 	printf("# uvnet-perf limits: what two CPUs can do at best\n");
 	pt_print_machine(stdout, "# ");
 	printf("# command: %s\n", o->cmdline);
 	for (unsigned i = 0; i < 3; i++)
-		printf("memcpy on CPU %d, %5.0f B frames, rings of 256: %7.1f Gb/s = %7.2f M frames/s\n",
+		printf("memcpy on CPU %d, %5.0f B frames, rings of 256: %7.1f Gb/s = %7.2f M frames/s "
+		       "(warm)\n",
 		       c->dev_cpu, l.copy_sizes[i], l.copy_gbps[i],
 		       l.copy_gbps[i] * 1e9 / 8 / l.copy_sizes[i] / 1e6);
+	for (unsigned i = 0; i < 3; i++)
+		printf("cold copy on CPU %d, %5.0f B frames, 2 x %zu MB: %7.1f Gb/s = %7.2f M frames/s\n",
+		       c->dev_cpu, l.cold_sizes[i], l.cold_buf >> 20, l.cold_gbps[i],
+		       l.cold_gbps[i] * 1e9 / 8 / l.cold_sizes[i] / 1e6);
+	if (l.llc)
+		printf("# cold copy: source and destination each %zu x the %zu MB last-level cache",
+		       l.cold_buf / l.llc, l.llc >> 20);
+	else
+		printf("# cold copy: source and destination each %zu MB (last-level cache unknown)",
+		       l.cold_buf >> 20);
+	printf(", walked in order (frames up to 2 KB in 2 KB slots): guest buffers no cache "
+	       "holds\n");
 	printf("cache-line round trip CPU %d <-> CPU %d: %.0f ns median (%.0f..%.0f over 200-trip "
 	       "windows), regime %s\n",
 	       c->dev_cpu, c->drv_cpu, l.rtt_ns, l.rtt_min, l.rtt_max, pt_regime(l.rtt_ns));

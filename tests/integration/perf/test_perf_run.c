@@ -8,8 +8,8 @@
  * physical limit says so, every row names what its receiver did with the
  * payload (stream: every byte reaches it; pps: a descriptor rate). Also:
  * the metadata line comes first, n/a and error rows are still valid
- * objects, a bad --interval is refused, and Ctrl-C leaves no process or
- * file behind.
+ * objects, a bad --interval is refused, the limits suite has its cold copy
+ * row, and Ctrl-C leaves no process or file behind.
  *
  * Usage: test_perf_run UVNET_PERF UVNETD
  */
@@ -302,6 +302,46 @@ static void table_says_what_was_touched(void **s)
 	assert_non_null(strstr(out, "  descriptors only  "));
 }
 
+static double member(const struct js *o, const char *obj, const char *key)
+{
+	const struct js *v = js_get(js_get(o, obj), key);
+
+	assert_non_null(v);
+	assert_int_equal(v->type, JS_NUM);
+	return v->num;
+}
+
+/* --suite limits: the warm copy rows and, next to them, the cold ones. */
+static void limits_cold_copy(void **s)
+{
+	char out[4096], *line;
+	struct js_doc d;
+	const struct js *llc;
+	double buf;
+
+	(void)s;
+	assert_int_equal(run("--suite limits", out, sizeof(out)), 0);
+	line = strchr(out, '\n');
+	assert_non_null(line);
+	assert_int_equal(js_parse(&d, line + 1), 0);
+	assert_string_equal(js_get(d.root, "test")->str, "limits");
+	assert_true(member(d.root, "memcpy_gbps", "64") > 0);
+	assert_true(member(d.root, "memcpy_gbps", "1518") > 0);
+	assert_true(member(d.root, "memcpy_gbps", "65536") > 0);
+	assert_true(member(d.root, "cold_memcpy_gbps", "1518") > 0);
+	assert_true(member(d.root, "cold_memcpy_gbps", "16384") > 0);
+	assert_true(member(d.root, "cold_memcpy_gbps", "65536") > 0);
+	/* Far past the last-level cache, whatever its size. */
+	buf = js_num(js_get(d.root, "cold_buffer_bytes"), 0);
+	llc = js_get(d.root, "llc_bytes");
+	assert_true(buf >= 128.0 * (1 << 20));
+	if (llc->type == JS_NUM)
+		assert_true(buf >= 4 * llc->num || buf >= 1024.0 * (1 << 20));
+	else
+		assert_int_equal(llc->type, JS_NULL);
+	js_free(&d);
+}
+
 static void seeds_schema(const struct js *o)
 {
 	assert_non_null(js_get(o, "seed"));
@@ -403,7 +443,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(not_available_and_errors),
 		cmocka_unit_test(intervals_and_metadata),
 		cmocka_unit_test(default_suite_short), cmocka_unit_test(seeds_suite_objects),
-		cmocka_unit_test(table_says_what_was_touched),
+		cmocka_unit_test(table_says_what_was_touched), cmocka_unit_test(limits_cold_copy),
 		cmocka_unit_test(interrupt_cleans_up),
 	};
 
