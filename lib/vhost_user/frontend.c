@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vhost-user frontend: the driver's side of the conversation. Requests go
+ * vhost-user frontend: the driver's side of the conversation (the
+ * connection and the exchange here, the protocol's requests in
+ * frontend_msgs.c). Requests go
  * out one at a time; each reply is awaited with a deadline and validated
  * against the request table before a byte of it is used. The backend is
  * not trusted: an invalid reply, a timeout or a closed socket kills the
@@ -18,29 +20,13 @@
 #include <unistd.h>
 
 #include "backend.h"
-#include "frontend.h"
+#include "frontend_int.h"
 #include "util/bits.h"
 #include "util/log.h"
 #include "util/stats.h"
 
 #define DEFAULT_TIMEOUT_MS 5000u
 #define CONNECT_RETRY_MS 10
-
-struct uvn_vu_fe {
-	int fd;
-	int lfd;               /* server mode: the listening socket until accept */
-	char path[108];
-	bool server;
-	char name[64];
-	unsigned timeout_ms;
-	int stop_fd;           /* -1, or readable when connect/accept must give up */
-	int err;               /* 0, or what killed the connection */
-	uint64_t offered;      /* GET_FEATURES */
-	uint64_t features;     /* SET_FEATURES */
-	uint64_t proto;        /* protocol features negotiated */
-	struct uvn_vu_rx rx;
-	struct uvn_vu_fe_stats st;
-};
 
 #define FE_STAT(f) UVN_STAT(struct uvn_vu_fe_stats, f)
 const struct uvn_stat_desc uvn_vu_fe_stats_desc[] = {
@@ -63,10 +49,7 @@ static int remaining(int64_t deadline)
 	return r < 0 ? 0 : (int)r;
 }
 
-/* The connection is dead from now on; say why once. */
-static int fe_fail(struct uvn_vu_fe *fe, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fe_fail(struct uvn_vu_fe *fe, int err, const char *fmt, ...)
+int vu_fe_fail(struct uvn_vu_fe *fe, int err, const char *fmt, ...)
 {
 	char buf[200];
 	va_list ap;
@@ -239,16 +222,16 @@ int uvn_vu_fe_check(struct uvn_vu_fe *fe)
 		return 0;
 	if (p.revents & (POLLERR | POLLNVAL)) {
 		fe->st.err_io++;
-		return fe_fail(fe, -ENOTCONN, "socket error");
+		return vu_fe_fail(fe, -ENOTCONN, "socket error");
 	}
 	n = recv(fe->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		fe->st.err_io++;
-		return fe_fail(fe, -ENOTCONN, "connection closed");
+		return vu_fe_fail(fe, -ENOTCONN, "connection closed");
 	}
 	if (n > 0) {
 		fe->st.err_reply++;
-		return fe_fail(fe, -EPROTO, "sent a message nobody asked for");
+		return vu_fe_fail(fe, -EPROTO, "sent a message nobody asked for");
 	}
 	return 0;
 }
@@ -262,13 +245,13 @@ static int send_msg(struct uvn_vu_fe *fe, const struct uvn_vu_msg *m, int64_t de
 			return 0;
 		if (r != -EAGAIN) {
 			fe->st.err_io++;
-			return fe_fail(fe, -ENOTCONN, "%s not sent: %s", uvn_vu_req_name(m->hdr.request),
+			return vu_fe_fail(fe, -ENOTCONN, "%s not sent: %s", uvn_vu_req_name(m->hdr.request),
 				       strerror(-r));
 		}
 		r = wait_fd(fe->fd, POLLOUT, remaining(deadline));
 		if (r == 0) {
 			fe->st.timeouts++;
-			return fe_fail(fe, -ETIMEDOUT, "not reading requests (%s)",
+			return vu_fe_fail(fe, -ETIMEDOUT, "not reading requests (%s)",
 				       uvn_vu_req_name(m->hdr.request));
 		}
 	}
@@ -288,15 +271,15 @@ static int recv_reply(struct uvn_vu_fe *fe, const struct uvn_vu_msg *req, struct
 			fe->st.err_io++;
 			if (r == -EMSGSIZE || r == -ETOOMANYREFS) {
 				fe->st.err_reply++;
-				return fe_fail(fe, -EPROTO, "reply to %s: %s", name, strerror(-r));
+				return vu_fe_fail(fe, -EPROTO, "reply to %s: %s", name, strerror(-r));
 			}
-			return fe_fail(fe, -ENOTCONN, "connection lost waiting for the reply to %s (%s)",
+			return vu_fe_fail(fe, -ENOTCONN, "connection lost waiting for the reply to %s (%s)",
 				       name, r == -ECONNRESET ? "closed" : strerror(-r));
 		}
 		r = wait_fd(fe->fd, POLLIN, remaining(deadline));
 		if (r == 0) {
 			fe->st.timeouts++;
-			return fe_fail(fe, -ETIMEDOUT, "no reply to %s within %u ms", name,
+			return vu_fe_fail(fe, -ETIMEDOUT, "no reply to %s within %u ms", name,
 				       fe->timeout_ms);
 		}
 	}
@@ -309,7 +292,7 @@ static int recv_reply(struct uvn_vu_fe *fe, const struct uvn_vu_msg *req, struct
 
 		uvn_vu_msg_close_fds(reply);
 		fe->st.err_reply++;
-		return fe_fail(fe, -EPROTO,
+		return vu_fe_fail(fe, -EPROTO,
 			       "invalid reply to %s: request %u (%s) flags 0x%x size %u fds %u: %s", name,
 			       id, uvn_vu_req_name(id), flags, size, nfds,
 			       r == -EPROTO ? "flags must be exactly REPLY|version 1, same request"
@@ -380,259 +363,3 @@ int uvn_vu_fe_set_u64(struct uvn_vu_fe *fe, uint32_t request, uint64_t val)
 	return uvn_vu_fe_request(fe, &m, NULL);
 }
 
-int uvn_vu_fe_set_owner(struct uvn_vu_fe *fe)
-{
-	struct uvn_vu_msg m;
-
-	uvn_vu_msg_init(&m, VHOST_USER_SET_OWNER, VHOST_USER_VERSION, 0);
-	return uvn_vu_fe_request(fe, &m, NULL);
-}
-
-int uvn_vu_fe_negotiate(struct uvn_vu_fe *fe, uint64_t proto_want, uint64_t *offered,
-			unsigned *queue_pairs)
-{
-	uint64_t pf = 0, qn = 1;
-	int r;
-
-	r = uvn_vu_fe_get_u64(fe, VHOST_USER_GET_FEATURES, &fe->offered);
-	if (r)
-		return r;
-	*offered = fe->offered;
-	*queue_pairs = 1;
-	if (!uvn_has_feature(fe->offered, VHOST_USER_F_PROTOCOL_FEATURES))
-		return 0;
-	r = uvn_vu_fe_get_u64(fe, VHOST_USER_GET_PROTOCOL_FEATURES, &pf);
-	if (r)
-		return r;
-	pf &= proto_want;
-	/* Acks are asked for only once the backend knows it must give them. */
-	r = uvn_vu_fe_set_u64(fe, VHOST_USER_SET_PROTOCOL_FEATURES, pf);
-	if (r)
-		return r;
-	fe->proto = pf;
-	if (uvn_has_feature(pf, VHOST_USER_PROTOCOL_F_MQ)) {
-		r = uvn_vu_fe_get_u64(fe, VHOST_USER_GET_QUEUE_NUM, &qn);
-		if (r)
-			return r;
-		if (qn == 0 || qn > 0x8000)
-			return fe_fail(fe, -EPROTO, "GET_QUEUE_NUM says %llu queue pairs",
-				       (unsigned long long)qn);
-	}
-	*queue_pairs = (unsigned)qn;
-	return 0;
-}
-
-int uvn_vu_fe_set_features(struct uvn_vu_fe *fe, uint64_t features)
-{
-	int r;
-
-	if (uvn_has_feature(fe->offered, VHOST_USER_F_PROTOCOL_FEATURES))
-		features |= 1ull << VHOST_USER_F_PROTOCOL_FEATURES;
-	if (features & ~fe->offered)
-		return -EINVAL;
-	r = uvn_vu_fe_set_u64(fe, VHOST_USER_SET_FEATURES, features);
-	if (!r)
-		fe->features = features;
-	return r;
-}
-
-static void put_region(struct uvn_vu_region *out, const struct uvn_mem_region_desc *d)
-{
-	out->guest_phys_addr = d->gpa;
-	out->memory_size = d->size;
-	out->userspace_addr = d->uva;
-	out->mmap_offset = d->mmap_offset;
-}
-
-int uvn_vu_fe_set_mem(struct uvn_vu_fe *fe, const struct uvn_mem_region_desc *regions,
-		      const int *fds, unsigned n)
-{
-	struct uvn_vu_msg m;
-	int r;
-
-	if (n == 0)
-		return -EINVAL;
-	if (uvn_has_feature(fe->proto, VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS)) {
-		uint64_t slots;
-
-		r = uvn_vu_fe_get_u64(fe, VHOST_USER_GET_MAX_MEM_SLOTS, &slots);
-		if (r)
-			return r;
-		if (slots < n)
-			return -ENOSPC;
-		for (unsigned i = 0; i < n; i++) {
-			uvn_vu_msg_init(&m, VHOST_USER_ADD_MEM_REG, VHOST_USER_VERSION,
-					sizeof(struct uvn_vu_mem_reg));
-			put_region(&m.p.mem_reg.region, &regions[i]);
-			m.fds[0] = fds[i];
-			m.nfds = 1;
-			r = uvn_vu_fe_request(fe, &m, NULL);
-			if (r)
-				return r;
-		}
-		return 0;
-	}
-	if (n > VHOST_MEMORY_BASELINE_NREGIONS)
-		return -ENOSPC;
-	uvn_vu_msg_init(&m, VHOST_USER_SET_MEM_TABLE, VHOST_USER_VERSION,
-			(uint32_t)(UVN_VU_MEMORY_HDR_SIZE + n * sizeof(struct uvn_vu_region)));
-	m.p.memory.nregions = n;
-	for (unsigned i = 0; i < n; i++) {
-		put_region(&m.p.memory.regions[i], &regions[i]);
-		m.fds[i] = fds[i];
-	}
-	m.nfds = n;
-	return uvn_vu_fe_request(fe, &m, NULL);
-}
-
-static int set_state(struct uvn_vu_fe *fe, uint32_t request, unsigned idx, unsigned num)
-{
-	struct uvn_vu_msg m;
-
-	uvn_vu_msg_init(&m, request, VHOST_USER_VERSION, sizeof(struct vhost_vring_state));
-	m.p.state.index = idx;
-	m.p.state.num = num;
-	return uvn_vu_fe_request(fe, &m, NULL);
-}
-
-int uvn_vu_fe_set_vring_num(struct uvn_vu_fe *fe, unsigned idx, unsigned num)
-{
-	return set_state(fe, VHOST_USER_SET_VRING_NUM, idx, num);
-}
-
-int uvn_vu_fe_set_vring_base(struct uvn_vu_fe *fe, unsigned idx, unsigned base)
-{
-	return set_state(fe, VHOST_USER_SET_VRING_BASE, idx, base);
-}
-
-int uvn_vu_fe_set_vring_enable(struct uvn_vu_fe *fe, unsigned idx, bool on)
-{
-	if (!uvn_has_feature(fe->features, VHOST_USER_F_PROTOCOL_FEATURES))
-		return 0;
-	return set_state(fe, VHOST_USER_SET_VRING_ENABLE, idx, on);
-}
-
-int uvn_vu_fe_set_vring_addr(struct uvn_vu_fe *fe, unsigned idx, uint64_t desc, uint64_t avail,
-			     uint64_t used)
-{
-	struct uvn_vu_msg m;
-
-	uvn_vu_msg_init(&m, VHOST_USER_SET_VRING_ADDR, VHOST_USER_VERSION,
-			sizeof(struct vhost_vring_addr));
-	m.p.addr.index = idx;
-	m.p.addr.desc_user_addr = desc;
-	m.p.addr.avail_user_addr = avail;
-	m.p.addr.used_user_addr = used;
-	/* Dirty logging is never offered to be used: no log address. */
-	m.p.addr.log_guest_addr = 0;
-	m.p.addr.flags = 0;
-	return uvn_vu_fe_request(fe, &m, NULL);
-}
-
-static int set_vring_fd(struct uvn_vu_fe *fe, uint32_t request, unsigned idx, int fd)
-{
-	struct uvn_vu_msg m;
-
-	if (idx > VHOST_USER_VRING_IDX_MASK)
-		return -EINVAL;
-	uvn_vu_msg_init(&m, request, VHOST_USER_VERSION, sizeof(uint64_t));
-	m.p.u64 = idx;
-	if (fd < 0) {
-		m.p.u64 |= VHOST_USER_VRING_NOFD_MASK;
-	} else {
-		m.fds[0] = fd;
-		m.nfds = 1;
-	}
-	return uvn_vu_fe_request(fe, &m, NULL);
-}
-
-int uvn_vu_fe_set_vring_kick(struct uvn_vu_fe *fe, unsigned idx, int fd)
-{
-	return set_vring_fd(fe, VHOST_USER_SET_VRING_KICK, idx, fd);
-}
-
-int uvn_vu_fe_set_vring_call(struct uvn_vu_fe *fe, unsigned idx, int fd)
-{
-	return set_vring_fd(fe, VHOST_USER_SET_VRING_CALL, idx, fd);
-}
-
-int uvn_vu_fe_get_vring_base(struct uvn_vu_fe *fe, unsigned idx, uint32_t *base)
-{
-	struct uvn_vu_msg m, reply;
-	int r;
-
-	uvn_vu_msg_init(&m, VHOST_USER_GET_VRING_BASE, VHOST_USER_VERSION,
-			sizeof(struct vhost_vring_state));
-	m.p.state.index = idx;
-	r = uvn_vu_fe_request(fe, &m, &reply);
-	if (r)
-		return r;
-	if (reply.p.state.index != idx) {
-		fe->st.err_reply++;
-		return fe_fail(fe, -EPROTO, "GET_VRING_BASE for ring %u answered for ring %u", idx,
-			       reply.p.state.index);
-	}
-	*base = reply.p.state.num;
-	return 0;
-}
-
-int uvn_vu_fe_get_inflight(struct uvn_vu_fe *fe, unsigned num_queues, unsigned queue_size,
-			   struct uvn_vu_inflight *out, int *fd)
-{
-	struct uvn_vu_msg m, reply;
-	int r;
-
-	*fd = -1;
-	if (!uvn_has_feature(fe->proto, VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
-		return -ENOTSUP;
-	if (num_queues == 0 || num_queues > UINT16_MAX || queue_size == 0 || queue_size > UINT16_MAX)
-		return -EINVAL;
-	uvn_vu_msg_init(&m, VHOST_USER_GET_INFLIGHT_FD, VHOST_USER_VERSION,
-			sizeof(struct uvn_vu_inflight));
-	m.p.inflight = (struct uvn_vu_inflight){ .num_queues = (uint16_t)num_queues,
-						 .queue_size = (uint16_t)queue_size };
-	r = uvn_vu_fe_request(fe, &m, &reply);
-	if (r)
-		return r;
-	/* The reply check let an fd through only with a size: no size, no region. */
-	if (!reply.p.inflight.mmap_size)
-		return -EIO;
-	*out = reply.p.inflight;
-	*fd = reply.fds[0];
-	return 0;
-}
-
-int uvn_vu_fe_set_inflight(struct uvn_vu_fe *fe, const struct uvn_vu_inflight *desc, int fd)
-{
-	struct uvn_vu_msg m;
-
-	if (!uvn_has_feature(fe->proto, VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
-		return -ENOTSUP;
-	if (fd < 0)
-		return -EBADF;
-	uvn_vu_msg_init(&m, VHOST_USER_SET_INFLIGHT_FD, VHOST_USER_VERSION,
-			sizeof(struct uvn_vu_inflight));
-	m.p.inflight = *desc;
-	m.fds[0] = fd;
-	m.nfds = 1;
-	return uvn_vu_fe_request(fe, &m, NULL);
-}
-
-int uvn_vu_fe_set_status(struct uvn_vu_fe *fe, uint8_t status)
-{
-	uint64_t got;
-	int r;
-
-	if (!uvn_has_feature(fe->proto, VHOST_USER_PROTOCOL_F_STATUS))
-		return 0;
-	r = uvn_vu_fe_set_u64(fe, VHOST_USER_SET_STATUS, status);
-	if (r)
-		return r;
-	r = uvn_vu_fe_get_u64(fe, VHOST_USER_GET_STATUS, &got);
-	if (r)
-		return r;
-	/* The device clears FEATURES_OK when it refuses the features. */
-	if ((got & status) != status)
-		return -EIO;
-	return 0;
-}

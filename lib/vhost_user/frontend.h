@@ -23,6 +23,7 @@
 
 #include "mem/mem.h"
 #include "msg.h"
+#include "util/stats.h"
 
 struct uvn_vu_fe;
 
