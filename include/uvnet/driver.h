@@ -129,7 +129,8 @@ extern "C" {
 /** How receive buffers are posted. */
 enum uvn_rx_mode {
 	UVN_RX_AUTO = 0,   /**< mergeable if the backend offers MRG_RXBUF, else small */
-	UVN_RX_SMALL,      /**< one header + 1518 B buffer per frame, copied out into a packet */
+	UVN_RX_SMALL,      /**< one header + 1518 B buffer per frame, copied out into a packet;
+			    *   no guest GSO is negotiated (the backend segments) */
 	UVN_RX_BIG,        /**< a chain of 4 KB pages per frame, up to 64 KB, without MRG_RXBUF */
 	UVN_RX_MERGEABLE,  /**< MRG_RXBUF: frames spread over buffers, num_buffers in the header */
 };
@@ -446,7 +447,7 @@ struct uvn_drv_rxq_stats {
 	uint64_t bufs_used;      /**< buffers the backend returned */
 	uint64_t refill_fail;    /**< refills cut short: no buffer memory or packet object */
 	uint64_t mrg_multi;      /**< mergeable frames that took more than one buffer */
-	uint64_t copies;         /**< frames copied out (small mode, overflow of many buffers) */
+	uint64_t copies;         /**< frames copied out (small mode with deferred allocation) */
 	uint64_t kicks;          /**< kicks the backend asked for and we sent (0 when polling:
 				      the backend's request is not read) */
 	uint64_t kicks_suppressed; /**< kicks its event suppression spared */
