@@ -153,7 +153,7 @@ static void write_config(struct uvnetd *d, FILE *f, unsigned *nports)
 	fputs("# uvnetd configuration (uvnetd(8), CONFIGURATION FILE): one option a line,\n"
 	      "# its long name and its value. Written by `uvnetd ctl save`.\n", f);
 	for (int id = 0; id < UVNETD_OPT_N; id++) {
-		if (id == UVNETD_OPT_PORT)
+		if (id == UVNETD_OPT_PORT || id == UVNETD_OPT_FDB)
 			continue;
 		if (id == UVNETD_OPT_ZC) {
 			/* as it is now: `set zerocopy` and reloads change it */
@@ -174,6 +174,7 @@ static void write_config(struct uvnetd *d, FILE *f, unsigned *nports)
 			++*nports;
 		}
 	}
+	uvnetd_fdb_save(d, f);
 }
 
 int uvnetd_config_save(struct uvnetd *d, const char *path, char *err, size_t n)
@@ -235,7 +236,8 @@ static const char *shown(int id, const char *given)
 static void restart_needed(const struct uvnetd_opts *cur, const struct uvnetd_opts *n)
 {
 	for (int id = 0; id < UVNETD_OPT_N; id++)
-		if (id != UVNETD_OPT_PORT && id != UVNETD_OPT_ZC && !same(cur->given[id], n->given[id]))
+		if (id != UVNETD_OPT_PORT && id != UVNETD_OPT_FDB && id != UVNETD_OPT_ZC &&
+		    !same(cur->given[id], n->given[id]))
 			UVN_WARN("reload: %s changed to %s: needs a restart (running with %s)",
 				 uvnetd_opt_names[id], shown(id, n->given[id]), shown(id, cur->given[id]));
 }
@@ -301,6 +303,7 @@ void uvnetd_reload(struct uvnetd *d)
 		if (n.zerocopy != d->o.zerocopy && !uvnetd_set_zerocopy(d, n.zerocopy))
 			UVN_INFO("reload: zerocopy %s", uvnetd_ctl_zc_names[n.zerocopy]);
 		apply_ports(d, &n);
+		uvnetd_fdb_apply(d, &n, true);
 		uvnetd_opts_free(&n);
 	}
 	uvnetd_notify("READY=1");

@@ -221,32 +221,12 @@ static bool fdb_quiesce(struct uvnetd *d, FILE *f)
 
 static void fdb_add(struct uvnetd *d, const struct uvnetd_ctl_cmd *cmd, FILE *f)
 {
-	struct uvn_port *p = uvnetd_port_find(d, cmd->port);
-	int r;
+	char err[160];
 
-	if (!p) {
-		fprintf(f, "error: no port '%s' (show ports lists them)\n", cmd->port);
-		return;
-	}
-	/* Floods and lookups skip group addresses, and a frame goes only to
-	 * ports of its VLAN: such entries would never be used. */
-	if (cmd->mac >> 40 & 1) {
-		fputs("error: a static entry is for a unicast address (its first byte even)\n", f);
-		return;
-	}
-	if (!uvn_fwd_port_in_vlan(p, cmd->vlan)) {
-		fprintf(f, "error: port %s is not in vlan %u (show ports has its VLANs)\n", p->name,
-			cmd->vlan);
-		return;
-	}
-	if (!fdb_quiesce(d, f))
-		return;
-	r = uvn_fdb_add_static(&d->fwd.fdb, uvn_fdb_key(cmd->vlan, cmd->mac), p->id, uvn_now_ns());
-	uvnetd_resume(d);
-	if (r)
-		fputs("error: the FDB has no room for it (too many addresses hash alike)\n", f);
+	if (uvnetd_fdb_add(d, cmd, err, sizeof(err)))
+		fprintf(f, "error: %s\n", err);
 	else
-		fprintf(f, "static entry added (vlan %u, port %s)\n", cmd->vlan, p->name);
+		fprintf(f, "static entry added (vlan %u, port %s)\n", cmd->vlan, cmd->port);
 }
 
 static void fdb_del(struct uvnetd *d, const struct uvnetd_ctl_cmd *cmd, FILE *f)

@@ -105,7 +105,7 @@ static int setup_ports(struct uvnetd *d)
 	};
 	for (unsigned i = 0; !r && i < d->o.nports; i++)
 		r = uvnetd_port_add(d, d->o.port_specs[i]);
-	return r;
+	return r ? r : uvnetd_fdb_apply(d, &d->o, false);
 }
 
 static void teardown(struct uvnetd *d)

@@ -8,6 +8,7 @@
 
 #include <uvnet/version.h>
 
+#include "ctl_parse.h"
 #include "net/device/netdev.h"
 #include "util/log.h"
 #include "util/sys.h"
@@ -65,7 +66,9 @@ void uvnetd_usage(FILE *f)
 	      "                       e.g. 'port vhost-user:/run/uvnetd/vm1.sock,name=vm1';\n"
 	      "                       ports add up with --port, other options on the command\n"
 	      "                       line win. SIGHUP reads it again and applies the ports\n"
-	      "                       that changed; `uvnetd ctl PATH save` writes it\n\n"
+	      "                       that changed; `uvnetd ctl PATH save` writes it\n"
+	      "      --fdb-static 'MAC port=NAME [vlan=N]'  a static FDB entry (as `ctl fdb\n"
+	      "                       add` makes), added once the ports exist; repeatable\n\n"
 	      "Output:\n"
 	      "  -s, --stats-interval SEC  print per-port rates every SEC seconds\n"
 	      "  -j, --json           stats as one JSON object per interval\n"
@@ -93,6 +96,7 @@ const char *const uvnetd_opt_names[UVNETD_OPT_N] = {
 	[UVNETD_OPT_STATS] = "stats-interval",
 	[UVNETD_OPT_JSON] = "json",
 	[UVNETD_OPT_QUIET] = "quiet",
+	[UVNETD_OPT_FDB] = "fdb-static",
 };
 
 /* getopt's values: the option's id, past any character. */
@@ -203,6 +207,27 @@ static int add_port(struct uvnetd_opts *o, const char *spec, unsigned line, cons
 	return 0;
 }
 
+/* A static FDB entry, checked now, added once the ports exist. */
+static int add_fdb(struct uvnetd_opts *o, const char *spec, const char *where)
+{
+	struct uvnetd_ctl_cmd cmd;
+	char buf[256];
+
+	if (uvnetd_fdb_spec(spec, buf, sizeof(buf), &cmd)) {
+		uvnetd_say("%sbad fdb-static '%s': expected MAC port=NAME [vlan=N]", where, spec);
+		return -1;
+	}
+	for (unsigned i = 0; i < o->nfdb; i++)
+		if (!strcmp(o->fdb_specs[i], spec))
+			return 0; /* in the file and on the command line: one entry */
+	if (o->nfdb == UVNETD_MAX_FDB_STATIC) {
+		uvnetd_say("%stoo many fdb-static entries (max %d)", where, UVNETD_MAX_FDB_STATIC);
+		return -1;
+	}
+	o->fdb_specs[o->nfdb++] = spec;
+	return 0;
+}
+
 /* @return 0 or -1 with nothing said: the caller names the option */
 static int set_value(struct uvnetd_opts *o, int id, const char *arg)
 {
@@ -293,6 +318,8 @@ int uvnetd_opt_set(struct uvnetd_opts *o, int id, const char *arg, const char *w
 {
 	if (id == UVNETD_OPT_PORT)
 		return add_port(o, arg, line, where);
+	if (id == UVNETD_OPT_FDB)
+		return add_fdb(o, arg, where);
 	if (set_value(o, id, arg ? arg : "")) {
 		uvnetd_say("%sbad value '%s' for %s%s: expected %s", where, arg ? arg : "",
 		    *where ? "" : "--", uvnetd_opt_names[id], expected(id));
@@ -330,6 +357,7 @@ static const struct option longopts[] = {
 	{ "stats-interval", required_argument, NULL, 's' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
+	{ "fdb-static", required_argument, NULL, LONG(UVNETD_OPT_FDB) },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },

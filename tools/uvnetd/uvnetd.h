@@ -15,6 +15,7 @@
 #include "util/loop.h"
 
 #define UVNETD_MAX_PORTS UVN_FWD_MAX_PORTS
+#define UVNETD_MAX_FDB_STATIC 256 /* fdb-static entries in the configuration */
 #define UVNETD_MAX_WORKERS 64
 #define UVNETD_MAX_SRCS 256
 #define UVNETD_CTL_CLIENTS 8   /* control connections open at once */
@@ -26,7 +27,7 @@ enum uvnetd_opt {
 	UVNETD_OPT_PORT, UVNETD_OPT_FORWARD, UVNETD_OPT_TXSIZE, UVNETD_OPT_TXCOUNT,
 	UVNETD_OPT_POLL, UVNETD_OPT_CPUS, UVNETD_OPT_ZC, UVNETD_OPT_ZC_MIN, UVNETD_OPT_ZC_HELD,
 	UVNETD_OPT_CTL, UVNETD_OPT_SOCK_GROUP, UVNETD_OPT_SOCK_MODE, UVNETD_OPT_STATS,
-	UVNETD_OPT_JSON, UVNETD_OPT_QUIET,
+	UVNETD_OPT_JSON, UVNETD_OPT_QUIET, UVNETD_OPT_FDB,
 	UVNETD_OPT_N
 };
 
@@ -34,6 +35,8 @@ struct uvnetd_opts {
 	const char *port_specs[UVNETD_MAX_PORTS];
 	unsigned port_line[UVNETD_MAX_PORTS]; /* its line in the config file, 0: command line */
 	unsigned nports;
+	const char *fdb_specs[UVNETD_MAX_FDB_STATIC]; /* fdb-static: "MAC port=NAME [vlan=N]" */
+	unsigned nfdb;
 	enum uvn_fwd_mode mode;
 	uint32_t txonly_size;
 	uint64_t txonly_count;        /* txonly: stop generating after this many, 0: never */
@@ -53,7 +56,7 @@ struct uvnetd_opts {
 	const char *config;           /* --config FILE */
 	/* Each single-valued option given, in the file or on the command
 	 * line (which wins): its text ("" for a flag), for save; NULL: the
-	 * default. Ports are port_specs. */
+	 * default. Ports are port_specs, fdb-static entries fdb_specs. */
 	const char *given[UVNETD_OPT_N];
 	char *text;                   /* the config file, which strings above point into */
 	int argc;                     /* the command line, read again with the file */
@@ -189,6 +192,19 @@ void uvnetd_fwd_stats(struct uvnetd *d, struct uvn_fwd_stats *st);
 struct uvn_port *uvnetd_port_find(struct uvnetd *d, const char *name);
 int uvnetd_port_add(struct uvnetd *d, const char *spec);
 int uvnetd_port_del(struct uvnetd *d, const char *name);
+
+/* Static FDB entries (fdb_static.c), on the control thread. */
+struct uvnetd_ctl_cmd;
+/* "MAC port=NAME [vlan=N]" into @cmd (@buf: @n bytes for its words).
+ * @return 0 or -EINVAL */
+int uvnetd_fdb_spec(const char *spec, char *buf, size_t n, struct uvnetd_ctl_cmd *cmd);
+/* Add @cmd's entry (workers parked for it). @return 0, or -errno with why in @err */
+int uvnetd_fdb_add(struct uvnetd *d, const struct uvnetd_ctl_cmd *cmd, char *err, size_t n);
+/* Add @o's fdb-static entries (@reload: first remove the static entries @o
+ * does not have). @return 0, or -EINVAL if one failed (logged) */
+int uvnetd_fdb_apply(struct uvnetd *d, const struct uvnetd_opts *o, bool reload);
+/* The static entries as fdb-static lines of a config file. */
+void uvnetd_fdb_save(struct uvnetd *d, FILE *f);
 
 /* `show ...` as text or JSON (ctl.c). */
 typedef void (*uvnetd_show_fn)(struct uvnetd *d, FILE *f, bool json);

@@ -99,6 +99,35 @@ start --config "$DIR/saved.conf" --port "vhost-user:$DIR/c.sock,name=c"
 	fail "ports given in the file and on the command line: $(names)"
 stop
 
+# --- static FDB entries: from the file and the command line, saved, and a
+# reload makes them the file's
+fdbs() { ctl fdb show --json | python3 -c 'import json,sys
+print(" ".join(sorted("%s@%s/%d" % (e["mac"], e["port"], e["vlan"]) for e in json.load(sys.stdin)["fdb"] if e["static"])))'; }
+cat >"$DIR/f.conf" <<EOF
+ctl $DIR/ctl.sock
+port vhost-user:$DIR/a.sock,name=a
+port vhost-user:$DIR/b.sock,name=b
+fdb-static 02:00:00:00:00:0a port=a
+EOF
+start --config "$DIR/f.conf" --fdb-static "02:00:00:00:00:0b port=b vlan=0"
+[[ $(fdbs) == "02000000000a@a/0 02000000000b@b/0" ]] || fail "fdb-static at start-up: $(fdbs)"
+ctl fdb add 02:00:00:00:00:0c port=b >/dev/null || fail "fdb add 0c"
+ctl save "$DIR/f2.conf" >/dev/null || fail "save with static entries"
+stop
+(($(grep -c "^fdb-static " "$DIR/f2.conf") == 3)) || fail "saved static entries: $(cat "$DIR/f2.conf")"
+start --config "$DIR/f2.conf"
+[[ $(fdbs) == "02000000000a@a/0 02000000000b@b/0 02000000000c@b/0" ]] || fail "from the saved file: $(fdbs)"
+ctl fdb add 02:00:00:00:00:0d port=a >/dev/null || fail "fdb add 0d"
+sed -i '/:0c port=/d' "$DIR/f2.conf"
+kill -HUP "$PID"
+for _ in $(seq 100); do grep -q "static FDB entries set" "$DIR/log" && break; sleep 0.05; done
+[[ $(fdbs) == "02000000000a@a/0 02000000000b@b/0" ]] || fail "after a reload: $(fdbs)"
+stop
+refused --config "$DIR/f.conf" --fdb-static "02:00:00:00:00:0e port=nope" || fail "started with a static entry on no port"
+grep -q "fdb-static 02:00:00:00:00:0e port=nope: no port 'nope'" "$DIR/log2" || fail "no reason: $(cat "$DIR/log2")"
+refused --config "$DIR/f.conf" --fdb-static "01:00:00:00:00:0e port=a" || fail "started with a multicast static entry"
+grep -q "unicast" "$DIR/log2" || fail "no reason for a multicast entry: $(cat "$DIR/log2")"
+
 # --- errors name the file and the line; nothing starts
 bad() { # LINE MESSAGE CONTENT: uvnetd refuses the file, saying FILE:LINE and why
 	printf '%s\n' "$3" >"$DIR/bad.conf"
@@ -106,6 +135,7 @@ bad() { # LINE MESSAGE CONTENT: uvnetd refuses the file, saying FILE:LINE and wh
 	grep -q "$DIR/bad.conf:$1: .*$2" "$DIR/log2" || fail "no file:line or reason for '$3': $(cat "$DIR/log2")"
 }
 bad 2 "unknown key 'colour'" $'ctl /x.sock\ncolour blue'
+bad 2 "bad fdb-static 'zz port=a'" $'ctl /x.sock\nfdb-static zz port=a'
 bad 3 "poll takes no value" $'ctl /x.sock\n\npoll yes'
 bad 1 "cpus needs a value" "cpus"
 bad 2 "bad value 'sideways' for zerocopy" $'# c\nzerocopy sideways'
