@@ -12,6 +12,7 @@
 
 #include "net/csum.h"
 #include "net/gso.h"
+#include "util/bits.h"
 
 #define TCP_CSUM_OFF 16
 #define UDP_CSUM_OFF 6
@@ -182,11 +183,6 @@ int uvn_gso_parse(const struct uvn_pkt *p, struct uvn_gso *g)
 	return UVN_GSO_OK;
 }
 
-static bool has(uint64_t features, unsigned bit)
-{
-	return (features >> bit) & 1;
-}
-
 /*
  * Virtio-net, "Processing of Incoming Packets": the device MUST NOT set a
  * GSO type the driver did not negotiate. The feature bits say which IP
@@ -203,26 +199,27 @@ bool uvn_gso_type_ok(uint64_t features, uint8_t gso_type, unsigned ip_version)
 
 	if (gso_type == VIRTIO_NET_HDR_GSO_NONE)
 		return true;
-	if ((ip_version != 4 && ip_version != 6) || !has(features, VIRTIO_NET_F_GUEST_CSUM))
+	if ((ip_version != 4 && ip_version != 6) ||
+	    !uvn_has_feature(features, VIRTIO_NET_F_GUEST_CSUM))
 		return false;
 	switch (type) {
 	case VIRTIO_NET_HDR_GSO_TCPV4:
-		ok = ip_version == 4 && has(features, VIRTIO_NET_F_GUEST_TSO4);
+		ok = ip_version == 4 && uvn_has_feature(features, VIRTIO_NET_F_GUEST_TSO4);
 		break;
 	case VIRTIO_NET_HDR_GSO_TCPV6:
-		ok = ip_version == 6 && has(features, VIRTIO_NET_F_GUEST_TSO6);
+		ok = ip_version == 6 && uvn_has_feature(features, VIRTIO_NET_F_GUEST_TSO6);
 		break;
 	case VIRTIO_NET_HDR_GSO_UDP:
-		ok = !ecn && has(features, VIRTIO_NET_F_GUEST_UFO);
+		ok = !ecn && uvn_has_feature(features, VIRTIO_NET_F_GUEST_UFO);
 		break;
 	case VIRTIO_NET_HDR_GSO_UDP_L4:
-		ok = !ecn && has(features, ip_version == 6 ? VIRTIO_NET_F_GUEST_USO6
-							    : VIRTIO_NET_F_GUEST_USO4);
+		ok = !ecn && uvn_has_feature(features, ip_version == 6 ? VIRTIO_NET_F_GUEST_USO6
+								       : VIRTIO_NET_F_GUEST_USO4);
 		break;
 	default:
 		return false; /* ECN without a type, or unknown */
 	}
-	return ok && (!ecn || has(features, VIRTIO_NET_F_GUEST_ECN));
+	return ok && (!ecn || uvn_has_feature(features, VIRTIO_NET_F_GUEST_ECN));
 }
 
 unsigned uvn_gso_ip_version(const uint8_t *frame, uint32_t len)
