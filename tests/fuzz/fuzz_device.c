@@ -13,11 +13,26 @@
  * packets; its tx: packets into the guest's RX buffers), with the drain
  * timer fired on demand.
  *
- * Checked after every op: the kick fd the port hands to a data-path worker
- * (rx_fd) is open and an eventfd; every fd in an epoll set of this process
- * is open; the loop never failed to remove a handler nor saw a stray
- * event; the guest gets each buffer back at most once, with a used length
- * within it. At the end of the session every fd is closed again.
+ * Checked after every op that runs the port: the kick fd the port hands
+ * to a data-path worker (rx_fd) is open and an eventfd; every fd in an
+ * epoll set of this process is open; the loop never failed to remove a
+ * handler nor saw a stray event; the guest gets each buffer back at most
+ * once, with a used length within it. At the end of the session every fd
+ * is closed again. Once the port has dropped the connection the rest of
+ * the input is not run (after_hangup()).
+ *
+ * Every input starts from the same state, so that an input that fails in
+ * a run fails alone too. What a session cannot change is made once per
+ * process (the port and its loop, the guest's two memfds and the
+ * frontend's mappings of them) and reset per input: guest memory zeroed;
+ * zero-copy off; the port's message budget, queue-pairs gap and drain
+ * timer started afresh, so that no timer fires because the clock happened
+ * to pass a deadline (the input fires them: op 9, and a message past the
+ * budget ends its window). After the session the port's epoll set is what
+ * it was, and no fd, guest mapping or packet is left. FZ_REPEAT=1 runs
+ * each input twice and checks that both runs end alike (counters,
+ * replies, guest memory); FZ_DIGEST=1 prints a digest of how each input
+ * ended, to compare a run alone with one among others.
  *
  * Input: [0] features mask, [1] protocol features on (bit 0), ring size
  * 1 << (v >> 1) % 9 ... (see setup()), then ops: op = b & 15, operands
@@ -34,8 +49,6 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -46,11 +59,15 @@
 #include <uvnet/virtqueue.h>
 
 #include "fuzz_mem.h"
+#include "fuzz_repeat.h"
 #include "fuzz_vu.h"
+#include "mem/guard.h"
 #include "net/hdr.h"
 #include "port/port.h"
+#include "port/vhost_port.h"
 #include "util/log.h"
 #include "util/loop.h"
+#include "util/sys.h"
 #include "vhost_user/proto.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -65,6 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define UA_BASE 0x7f0000000000ull  /* the frontend's addresses of its memory */
 #define UA_MOVED 0x7e0000000000ull
 #define MAX_STALE 8
+#define POOL_BUF 2048u          /* room of a packet port_tx() sends */
 
 struct gq {
 	struct uvn_vq_drv *drv;
@@ -73,10 +91,22 @@ struct gq {
 	uint8_t tok[256];        /* 1: in flight */
 };
 
+/*
+ * The guest's memory file (mem[0]) and another one (mem[1]), for the whole
+ * run, with the frontend's mappings of them: making, faulting in and
+ * unmapping them per input was a good part of an input's kernel time.
+ * Zeroed per input (mem[1] only after a table named it: nobody else
+ * writes it).
+ */
+static int mem[2] = { -1, -1 };
+static uint8_t *mem_map[2];
+static bool other_written;
+
 struct fe {
 	int sock;
-	int mem[2];              /* memfds: the guest's, and another */
 	uint8_t *map;            /* the guest's memory, as the frontend sees it */
+	unsigned replies;        /* reads of the port's replies */
+	uint64_t replies_seen;   /* the port's count of replies sent, when last read */
 	uint64_t features;
 	bool packed, protocol;
 	unsigned num;
@@ -109,8 +139,23 @@ static uint8_t take8(struct fe *f)
 	return *f->in++;
 }
 
+/* A registration in an epoll set of ours, as fdinfo lists it. */
+struct watch {
+	int fd;
+	uint64_t data;
+};
+
+#define MAX_WATCH 32
+static struct watch base_set[MAX_WATCH]; /* the sets between inputs */
+static unsigned nbase;
+static unsigned base_guarded;        /* guarded mappings between inputs */
+
+/* Bumped whenever fds may have been opened or closed: by a message, a timer. */
+static unsigned fd_gen = 1;
+
 static void expire_timers(bool oneshot);
 static void find_epoll_sets(void);
+static unsigned read_sets(struct watch *w, unsigned max);
 
 static void pump(void)
 {
@@ -118,24 +163,49 @@ static void pump(void)
 		;
 }
 
-/* Bytes we sent that the port has not read yet. */
-static bool unread(const struct fe *f)
+/*
+ * The port reads the message just sent, as its loop would: the socket is
+ * the one thing that became ready (every op ends with the loop idle), so
+ * its handler is run here rather than found by a round trip through
+ * epoll, then whatever else that made ready. Past its message budget the
+ * port does not read; it reads on when the window ends, which a real
+ * frontend would see pass.
+ */
+static void deliver(void)
 {
-	int n = 0;
+	struct vhost_port *v = (struct vhost_port *)port;
 
-	return ioctl(f->sock, SIOCOUTQ, &n) == 0 && n > 0;
+	fd_gen++;
+	if (!v->be) {
+		pump();
+		return;
+	}
+	if (v->conn_paused) {
+		expire_timers(true);
+		return;
+	}
+	v->conn_h.fn(&v->conn_h, EPOLLIN);
+	pump();
+}
+
+/* Read the port's replies, if it sent any since we last looked. */
+static void take_replies(struct fe *f, uint64_t *u64)
+{
+	struct vhost_port *v = (struct vhost_port *)port;
+	uint64_t sent = v->be ? uvn_vu_backend_stats(v->be)->replies : UINT64_MAX;
+
+	if (sent == f->replies_seen)
+		return;
+	f->replies += fz_vu_drain(f->sock, u64);
+	f->replies_seen = sent;
 }
 
 static void request(struct fe *f, uint32_t req, const void *p, uint32_t len, const int *fds,
 		    unsigned nfds)
 {
 	fz_vu_request(f->sock, req, p, len, fds, nfds);
-	pump();
-	/* Left unread: past its message budget the port reads on when the
-	 * window ends, which a real frontend would see pass. */
-	if (unread(f))
-		expire_timers(true);
-	(void)fz_vu_drain(f->sock, NULL);
+	deliver();
+	take_replies(f, NULL);
 }
 
 static uint64_t request_u64(struct fe *f, uint32_t req)
@@ -143,8 +213,8 @@ static uint64_t request_u64(struct fe *f, uint32_t req)
 	uint64_t v = 0;
 
 	fz_vu_request(f->sock, req, NULL, 0, NULL, 0);
-	pump();
-	(void)fz_vu_drain(f->sock, &v);
+	deliver();
+	take_replies(f, &v);
 	return v;
 }
 
@@ -184,13 +254,17 @@ static void unlink_stale_sockets(void)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	struct uvn_pkt_pool_cfg pc = { .count = 64, .buf_size = 2048, .name = "fz-dev" };
+	struct uvn_pkt_pool_cfg pc = { .count = 64, .buf_size = POOL_BUF, .name = "fz-dev" };
 	struct uvn_port_env env = { 0 };
 	struct uvn_vhost_port_cfg cfg = { .path = sock_path, .queues = 2 };
 
 	(void)argc;
 	(void)argv;
-	uvn_log_level = UVN_LOG_ERR - 1; /* quiet: the peer errors are the point */
+	/* Quiet (errors only: the peer's are the point), unless UVN_LOG says:
+	 * -1 would mean "as UVN_LOG says", info when unset, a line or more
+	 * per input. */
+	if (!getenv("UVN_LOG"))
+		uvn_log_level = UVN_LOG_ERR;
 	unlink_stale_sockets();
 	snprintf(sock_path, sizeof(sock_path), "/tmp/uvn-fuzz-device-%d.sock", (int)getpid());
 	unlink(sock_path);
@@ -202,7 +276,17 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	env.big = pool;
 	if (uvn_port_vhost_create(&cfg, &env, &port))
 		abort();
+	for (unsigned i = 0; i < 2; i++) {
+		mem[i] = memfd_create("fuzz-guest", MFD_CLOEXEC);
+		if (mem[i] < 0 || ftruncate(mem[i], MEM_SIZE))
+			abort();
+		mem_map[i] = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, mem[i], 0);
+		if (mem_map[i] == MAP_FAILED)
+			abort();
+	}
 	find_epoll_sets();
+	nbase = read_sets(base_set, MAX_WATCH);
+	base_guarded = uvn_mem_guard_slots_used();
 	atexit(unlink_socket);
 	return 0;
 }
@@ -222,9 +306,8 @@ static bool fd_is(int fd, const char *what)
 	return !strcmp(l, what);
 }
 
-/* The open fds of the process for which @is(fd, @what), at most @max. */
-static unsigned fds_where(bool (*is)(int fd, const char *what), const char *what, int *out,
-			  unsigned max)
+/* The open fds of the process that are @what (readlink), at most @max. */
+static unsigned fds_of(const char *what, int *out, unsigned max)
 {
 	struct dirent *e;
 	unsigned n = 0;
@@ -233,26 +316,10 @@ static unsigned fds_where(bool (*is)(int fd, const char *what), const char *what
 	while ((e = readdir(fd_dir)) && n < max) {
 		int fd = atoi(e->d_name);
 
-		if (e->d_name[0] != '.' && fd != dirfd(fd_dir) && is(fd, what))
+		if (e->d_name[0] != '.' && fd != dirfd(fd_dir) && fd_is(fd, what))
 			out[n++] = fd;
 	}
 	return n;
-}
-
-/* The open fds of the process that are @what (readlink), at most @max. */
-static unsigned fds_of(const char *what, int *out, unsigned max)
-{
-	return fds_where(fd_is, what, out, max);
-}
-
-/* A timerfd: the one kind of fd timerfd_gettime accepts (one syscall,
- * where readlink is a path walk). */
-static bool is_timerfd(int fd, const char *what)
-{
-	struct itimerspec it;
-
-	(void)what;
-	return !timerfd_gettime(fd, &it);
 }
 
 /* The epoll fds of the process (the control loop's): found once, after
@@ -275,39 +342,76 @@ static void find_epoll_sets(void)
 	}
 }
 
-/* Every fd registered in an epoll set of ours is open. */
-static void check_epoll_sets(void)
+/* Every registration in the epoll sets: its fd number and its data (the
+ * loop's struct uvn_handler pointer), as the kernel lists them. */
+static unsigned read_sets(struct watch *w, unsigned max)
 {
 	static char buf[65536];
+	unsigned n = 0;
 
 	for (unsigned i = 0; i < neps; i++) {
-		size_t len = 0;
-		ssize_t r;
+		/* one read from offset 0 has it all (a seq_file read
+		 * returns the whole record), unless the buffer is full */
+		ssize_t r = pread(ep_info[i], buf, sizeof(buf) - 1, 0);
 
-		CHECK(lseek(ep_info[i], 0, SEEK_SET) == 0);
-		while ((r = read(ep_info[i], buf + len, sizeof(buf) - 1 - len)) > 0)
-			len += (size_t)r;
-		CHECK(r == 0); /* all of it: the buffer is not full */
-		buf[len] = 0;
-		/* lines "tfd: %d events: ...", one per registered fd */
+		CHECK(r > 0 && (size_t)r < sizeof(buf) - 1);
+		buf[r] = 0;
+		/* lines "tfd: %d events: %x data: %llx ...", one per registered fd */
 		for (char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-			if (!strncmp(l, "tfd:", 4))
-				CHECK(fcntl(atoi(l + 4), F_GETFD) >= 0);
+			unsigned long long data;
+			int fd;
+
+			if (sscanf(l, "tfd: %d events: %*x data: %llx", &fd, &data) != 2)
+				continue;
+			CHECK(n < max);
+			w[n++] = (struct watch){ .fd = fd, .data = data };
 		}
 	}
+	return n;
 }
 
+/* After a session: the sets are as the input found them. */
+static void check_sets_as_before(void)
+{
+	struct watch w[MAX_WATCH];
+	unsigned n = read_sets(w, MAX_WATCH);
+
+	CHECK(n == nbase);
+	for (unsigned i = 0; i < n; i++)
+		CHECK(w[i].fd == base_set[i].fd && w[i].data == base_set[i].data);
+}
+
+/*
+ * After every op. The type of rx_fd (a path walk in /proc) is read again
+ * when the fd or anything that may have closed one (fd_gen) changed since;
+ * that it is still open, with every fd in the epoll sets, one poll says.
+ */
 static void check(void)
 {
+	static int seen[UVN_PORT_MAX_QUEUES];
+	static unsigned seen_gen[UVN_PORT_MAX_QUEUES];
+	struct pollfd p[MAX_WATCH + UVN_PORT_MAX_QUEUES];
+	struct watch w[MAX_WATCH];
 	struct uvn_loop_stats st;
-	unsigned n = port->ops->nqueues(port);
+	unsigned n = read_sets(w, MAX_WATCH), nq = port->ops->nqueues(port);
 
-	for (unsigned q = 0; q < n; q++) {
+	for (unsigned i = 0; i < n; i++)
+		p[i] = (struct pollfd){ .fd = w[i].fd };
+	for (unsigned q = 0; q < nq && q < UVN_PORT_MAX_QUEUES; q++) {
 		int fd = port->ops->rx_fd ? port->ops->rx_fd(port, q) : -1;
 
-		CHECK(fd < 0 || fd_is(fd, "anon_inode:[eventfd]"));
+		if (fd < 0)
+			continue;
+		if (fd != seen[q] || seen_gen[q] != fd_gen) {
+			CHECK(fd_is(fd, "anon_inode:[eventfd]"));
+			seen[q] = fd;
+			seen_gen[q] = fd_gen;
+		}
+		p[n++] = (struct pollfd){ .fd = fd };
 	}
-	check_epoll_sets();
+	CHECK(poll(p, n, 0) >= 0);
+	for (unsigned i = 0; i < n; i++)
+		CHECK(!(p[i].revents & POLLNVAL)); /* open */
 	uvn_loop_stats(loop, &st);
 	CHECK(st.del_failed == 0 && st.stray == 0);
 }
@@ -322,7 +426,7 @@ static uint64_t ring_gpa(unsigned q)
 static void mem_table(struct fe *f, unsigned variant)
 {
 	struct uvn_vu_memory m = { .nregions = 1 };
-	int fds[2] = { f->mem[0], f->mem[0] };
+	int fds[2] = { mem[0], mem[0] };
 
 	m.regions[0] = (struct uvn_vu_region){ 0, MEM_SIZE, UA_BASE, 0 };
 	switch (variant) {
@@ -340,7 +444,8 @@ static void mem_table(struct fe *f, unsigned variant)
 						       UA_BASE + BUF_BASE, BUF_BASE };
 		break;
 	case 4: /* another file: the rings read as zeroes */
-		fds[0] = f->mem[1];
+		fds[0] = mem[1];
+		other_written = true;
 		break;
 	default:
 		break;
@@ -357,7 +462,7 @@ static void mem_reg(struct fe *f, bool add)
 	struct uvn_vu_mem_reg r = { .region = { 0, MEM_SIZE, UA_BASE, 0 } };
 
 	request(f, add ? VHOST_USER_ADD_MEM_REG : VHOST_USER_REM_MEM_REG, &r, sizeof(r),
-		&f->mem[0], 1);
+		&mem[0], 1);
 	f->rem = !add;
 }
 
@@ -541,8 +646,13 @@ static void port_tx(struct fe *f, unsigned n)
 
 	for (; got < n && got < 8; got++) {
 		struct uvn_pkt *p = uvn_pkt_alloc(pool);
+		/* at most the pool's room: 2054 bytes ran into the next
+		 * packet's buffer, which made a frame depend on the order the
+		 * pool handed packets out in (on earlier inputs) */
 		uint32_t len = 14 + take8(f) * 8u;
 
+		if (len > POOL_BUF)
+			len = POOL_BUF;
 		if (!p)
 			break;
 		memset(p->buf, 0, len);
@@ -555,25 +665,32 @@ static void port_tx(struct fe *f, unsigned n)
 	uvn_pkt_free_bulk(pkts, got);
 }
 
-/* Expire the process's timers now: every one (the port's drain timer), or
+/*
+ * Expire the loop's timers now: every one (the port's drain timer), or
  * only the one-shot ones (@oneshot: the end of a message-budget window, a
- * queue-pairs change), which a frontend would see pass in real time. */
+ * queue-pairs change), which a frontend would see pass in real time. The
+ * handlers are run here, in the order the set lists them, as the loop
+ * would once the timers fired: setting them to 1 ns and waiting for the
+ * kernel to say so cost a sleep each time, and two of them set alike
+ * could be seen in one round or in two.
+ */
 static void expire_timers(bool oneshot)
 {
-	int t[8];
-	unsigned n = fds_where(is_timerfd, NULL, t, 8);
+	struct watch w[MAX_WATCH];
+	unsigned n = read_sets(w, MAX_WATCH);
 
+	fd_gen++;
 	for (unsigned i = 0; i < n; i++) {
+		struct uvn_handler *h = (struct uvn_handler *)(uintptr_t)w[i].data;
 		struct itimerspec it;
 
-		if (timerfd_gettime(t[i], &it) || (oneshot && (it.it_interval.tv_sec ||
-							       it.it_interval.tv_nsec)))
+		/* a timer, and still that handler's: one run before may have
+		 * stopped it (h->fd is -1 then) */
+		if (timerfd_gettime(w[i].fd, &it) || h->fd != w[i].fd ||
+		    (oneshot && (it.it_interval.tv_sec || it.it_interval.tv_nsec)))
 			continue;
-		it.it_value = (struct timespec){ 0, 1 };
-		(void)timerfd_settime(t[i], 0, &it, NULL);
+		h->fn(h, EPOLLIN);
 	}
-	/* A 1 ns timer has expired by the time the loop waits (at most 1 ms). */
-	(void)uvn_loop_run_once(loop, 1);
 	pump();
 }
 
@@ -618,8 +735,8 @@ static void raw_message(struct fe *f)
 	}
 	fz_vu_send(f->sock, hdr, payload, len, &fd, fd >= 0);
 	close_fd(&fd);
-	pump();
-	(void)fz_vu_drain(f->sock, NULL);
+	deliver();
+	take_replies(f, NULL);
 }
 
 static void poke(struct fe *f)
@@ -651,19 +768,21 @@ static void run_op(struct fe *f)
 			mem_table(f, x & 7);
 		break;
 	case 5: guest_tx(f, q == 4 ? 4 : 1 + 2 * (q & 1), 1 + (x >> 4)); break;
-	case 6: guest_rx(f, 2 * (q & 1), 1 + (x >> 3)); break;
+	case 6: /* guest-side only (no kick): the port has nothing to run */
+		guest_rx(f, 2 * (q & 1), 1 + (x >> 3));
+		return;
 	case 7: port_rx(); break;
 	case 8: port_tx(f, 1 + (x & 7)); break;
 	case 9: fire_timers(); break;
 	case 10:
 		f->in--, f->left++; /* x is the first operand */
 		poke(f);
-		break;
+		return;
 	case 11:
 		f->in--, f->left++;
 		raw_message(f);
 		break;
-	case 12: reclaim(f); break;
+	case 12: reclaim(f); return;
 	case 13:
 		if (f->nstale)
 			kick(&(struct gq){ .kick = f->stale[x % f->nstale] });
@@ -675,6 +794,27 @@ static void run_op(struct fe *f)
 	case 14: worker_round(); break;
 	default: uvn_port_vhost_set_zerocopy(port, x % 3); break;
 	}
+	pump();
+	check();
+}
+
+/*
+ * The port dropped the connection (a message it refused): what is left of
+ * the input cannot reach the session, and ops on the guest's side alone
+ * would only test our driver halves. What the port may still see is run
+ * once: every kick fd the frontend holds kicked, the timers, a worker's
+ * round, a burst out.
+ */
+static void after_hangup(struct fe *f)
+{
+	for (unsigned q = 0; q < NQ; q++)
+		kick(&f->q[q]);
+	for (unsigned i = 0; i < f->nstale; i++)
+		kick(&(struct gq){ .kick = f->stale[i] });
+	pump();
+	fire_timers();
+	worker_round();
+	port_tx(f, 1);
 	pump();
 	check();
 }
@@ -731,23 +871,45 @@ static bool connect_frontend(struct fe *f)
 	return true;
 }
 
-static bool make_memory(struct fe *f)
+/*
+ * What the last input left in the port that a new connection does not
+ * reset, set as the first input found it. The port keeps its clocks
+ * across connections (a budget window, the last queue-pairs change, the
+ * drain period's phase): started now, none of them runs out in the few
+ * milliseconds an input takes; the input ends them when it says (op 9,
+ * the budget's window past its 64th message). The rest is what a
+ * session that ended in any state may leave behind.
+ */
+static void reset_port(void)
 {
-	for (unsigned i = 0; i < 2; i++) {
-		f->mem[i] = memfd_create("fuzz-guest", MFD_CLOEXEC);
-		if (f->mem[i] < 0 || ftruncate(f->mem[i], MEM_SIZE))
-			return false;
-	}
-	f->map = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, f->mem[0], 0);
-	return f->map != MAP_FAILED;
+	struct vhost_port *v = (struct vhost_port *)port;
+	struct itimerspec it;
+
+	CHECK(!v->be);
+	uvn_port_vhost_set_zerocopy(port, 0);
+	/* as uvn_port_vhost_create() left them */
+	v->pairs_on = v->pairs_req = 1;
+	uvn_rx_filter_reset(&v->filter);
+	atomic_store(&v->rarp_pending, false); /* a SEND_RARP's frame not taken */
+	v->ctrl_self_kicks = 0;                /* a self-kick not read */
+	v->msg_window = uvn_now_ns();
+	v->msg_count = 0;
+	v->pairs_at = v->msg_window;
+	/* a whole period from now, and no expiry pending */
+	CHECK(v->drain_h.fd >= 0 && timerfd_gettime(v->drain_h.fd, &it) == 0);
+	it.it_value = it.it_interval;
+	CHECK(timerfd_settime(v->drain_h.fd, 0, &it, NULL) == 0);
 }
 
 static void teardown(struct fe *f)
 {
+	struct vhost_port *v = (struct vhost_port *)port;
+
 	close_fd(&f->sock);
-	/* The port sees the hangup and drops the session. */
+	/* The port sees the hangup and drops the session (a paused
+	 * connection once its budget window ends). */
 	expire_timers(true);
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 8 && v->be; i++)
 		pump();
 	for (unsigned q = 0; q < NQ; q++) {
 		if (f->q[q].drv)
@@ -757,32 +919,73 @@ static void teardown(struct fe *f)
 	}
 	for (unsigned i = 0; i < f->nstale; i++)
 		close_fd(&f->stale[i]);
-	if (f->map && f->map != MAP_FAILED)
-		munmap(f->map, MEM_SIZE);
-	close_fd(&f->mem[0]);
-	close_fd(&f->mem[1]);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* Every packet of @p returned. */
+static void check_pool(const struct uvn_pkt_pool *p)
 {
-	static struct fe f;
-	unsigned fds0;
+	const struct uvn_pkt_pool_stats *st = p ? uvn_pkt_pool_stats(p) : NULL;
 
-	if (size < 2)
-		return 0;
-	fds0 = fz_count_fds();
+	CHECK(!st || st->alloc == st->freed);
+}
+
+/* ------------------------------------------------------- one input */
+
+/* How a session ended, to compare two runs of one input (FZ_REPEAT). */
+struct outcome {
+	struct uvn_port_stats port;  /* this input's share of the port's counters */
+	struct uvn_vu_stats vu;
+	unsigned nqueues, replies;
+	uint64_t mem_hash;
+};
+
+static void outcome(const struct fe *f, const struct uvn_port_stats *st0, struct outcome *o)
+{
+	struct vhost_port *v = (struct vhost_port *)port;
+	const uint64_t *a = (const uint64_t *)st0;
+	uint64_t *b = (uint64_t *)&o->port;
+
+	memset(o, 0, sizeof(*o));
+	port->ops->stats(port, &o->port);
+	for (size_t i = 0; i < sizeof(o->port) / sizeof(uint64_t); i++)
+		b[i] -= a[i];
+	if (v->be)
+		o->vu = *uvn_vu_backend_stats(v->be);
+	o->nqueues = port->ops->nqueues(port);
+	o->replies = f->replies;
+	o->mem_hash = fz_hash(mem_map[1], MEM_SIZE, fz_hash(mem_map[0], MEM_SIZE, FZ_HASH_SEED));
+}
+
+static void run_input(const uint8_t *data, size_t size, void *out)
+{
+	struct outcome *o = out;
+	static struct fe f;
+	struct uvn_port_stats st0;
+	unsigned fds0 = fz_count_fds();
+
+	reset_port();
+	memset(mem_map[0], 0, MEM_SIZE);
+	if (other_written)
+		memset(mem_map[1], 0, MEM_SIZE);
+	other_written = false;
+	port->ops->stats(port, &st0);
 	memset(&f, 0, sizeof(f));
-	f.sock = f.mem[0] = f.mem[1] = -1;
+	f.sock = -1;
+	f.map = mem_map[0];
 	for (unsigned q = 0; q < NQ; q++)
 		f.q[q].kick = f.q[q].call = -1;
-	if (make_memory(&f) && connect_frontend(&f)) {
+	if (connect_frontend(&f)) {
 		setup(&f, data[0], data[1]);
 		f.in = data + 2;
 		f.left = size - 2;
 		check();
-		while (f.left)
+		while (f.left && ((struct vhost_port *)port)->be)
 			run_op(&f);
+		if (f.left)
+			after_hangup(&f);
 	}
+	if (o)
+		outcome(&f, &st0, o);
 	if (getenv("FZ_VERBOSE")) { /* to check what a seed reaches */
 		struct uvn_port_stats st;
 
@@ -793,7 +996,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			(unsigned long long)st.errors, (unsigned long long)st.kicks);
 	}
 	teardown(&f);
+	/* The process as the input found it. */
 	CHECK(port->ops->nqueues(port) == 0);
+	CHECK(((struct vhost_port *)port)->be == NULL);
 	CHECK(fz_count_fds() == fds0); /* every fd of the session closed */
+	CHECK(uvn_mem_guard_slots_used() == base_guarded); /* every guest mapping gone */
+	check_sets_as_before();
+	check_pool(pool);
+	for (unsigned i = 0; i < ((struct vhost_port *)port)->cfg.queues; i++)
+		check_pool(uvn_dev_rx_pool(((struct vhost_port *)port)->dev, i));
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct outcome a, b;
+
+	if (size >= 2)
+		fz_run_checked(run_input, data, size, &a, &b, sizeof(a));
 	return 0;
 }

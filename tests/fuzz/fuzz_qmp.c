@@ -10,8 +10,21 @@
  * dropped. Checked: no crash or leak, and the filter answers for every
  * kind of address afterwards (its sequence counter is even: no write
  * section left open).
+ *
+ * The loop and our listening socket live for the whole run; each input
+ * dials a new client, and ends with the loop's epoll set empty and no
+ * connection left in the listener's queue, so that every input starts from
+ * the same state. FZ_REPEAT=1 runs each input twice and checks that both
+ * runs end alike (the filter, the client's counters, what it wrote);
+ * FZ_DIGEST=1 prints a digest of how each input ended, to compare a run
+ * alone with one among others.
+ *
+ * Per piece the harness costs one send (and a read of the client's
+ * answers after a newline); the rest is the client's own reads.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +32,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fuzz_mem.h" /* CHECK */
+#include "fuzz_repeat.h"
 #include "net/device/filter.h"
 #include "port/qmp.h"
 #include "util/log.h"
@@ -30,75 +45,170 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char path[64];
 static int lfd = -1;
+static struct uvn_loop *loop;
+static int loop_info = -1; /* /proc/self/fdinfo of the loop's epoll fd */
+
+/* How an input ended, to compare two runs of it (FZ_REPEAT). */
+struct outcome {
+	struct uvn_rx_filter f;
+	struct uvn_qmp_stats st;
+	uint64_t written;  /* bytes the client sent us */
+};
+
+/* The fdinfo of the process's one epoll fd (the loop's), kept open. */
+static int open_loop_info(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int fd = -1;
+
+	CHECK(d);
+	while (fd < 0 && (e = readdir(d))) {
+		char l[64];
+		ssize_t n = readlinkat(dirfd(d), e->d_name, l, sizeof(l) - 1);
+
+		if (n > 0) {
+			l[n] = 0;
+			if (!strcmp(l, "anon_inode:[eventpoll]")) {
+				char p[64];
+
+				snprintf(p, sizeof(p), "/proc/self/fdinfo/%s", e->d_name);
+				fd = open(p, O_RDONLY | O_CLOEXEC);
+			}
+		}
+	}
+	closedir(d);
+	CHECK(fd >= 0);
+	return fd;
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	uvn_log_level = UVN_LOG_ERR - 1; /* quiet: every input is a bad peer */
+	/* Quiet (errors only: the peer's are the point), unless UVN_LOG says:
+	 * -1 would mean "as UVN_LOG says", info when unset, a line or more
+	 * per input. */
+	if (!getenv("UVN_LOG"))
+		uvn_log_level = UVN_LOG_ERR;
 	snprintf(path, sizeof(path), "/tmp/uvn-fuzz-qmp-%d.sock", (int)getpid());
 	unlink(path);
 	lfd = uvn_vu_listen(path);
-	if (lfd < 0)
+	/* non-blocking: an input ends by taking whatever connection is left */
+	if (lfd < 0 || fcntl(lfd, F_SETFL, O_NONBLOCK) || uvn_loop_create(&loop))
 		abort();
+	loop_info = open_loop_info();
 	return 0;
 }
 
-static void drain(int fd)
+/*
+ * The loop's registrations as the kernel lists them ("tfd: %d events: %x
+ * data: %llx", data being the struct uvn_handler): the first one's fd and
+ * handler. @return how many there are
+ */
+static unsigned registrations(int *fd, struct uvn_handler **h)
+{
+	char buf[4096];
+	unsigned n = 0;
+	ssize_t r = pread(loop_info, buf, sizeof(buf) - 1, 0);
+
+	CHECK(r > 0 && (size_t)r < sizeof(buf) - 1);
+	buf[r] = 0;
+	for (char *l = strstr(buf, "tfd:"); l; l = strstr(l + 4, "tfd:")) {
+		unsigned long long data;
+		int tfd;
+
+		CHECK(sscanf(l, "tfd: %d events: %*x data: %llx", &tfd, &data) == 2);
+		if (!n++) {
+			*fd = tfd;
+			*h = (struct uvn_handler *)(uintptr_t)data;
+		}
+	}
+	return n;
+}
+
+static uint64_t drain(int fd)
 {
 	char sink[4096];
+	uint64_t got = 0;
+	ssize_t r;
 
-	while (recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0)
-		;
+	while ((r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT)) > 0)
+		got += (uint64_t)r;
+	return got;
 }
 
-static void run(struct uvn_loop *loop, int sfd)
+/* The client's socket in the loop, and its read handler. */
+static struct uvn_handler *client;
+static int client_fd;
+
+/*
+ * The client's turn after a piece: what its loop would run. Its socket is
+ * the one thing in the loop that can be ready (its other handler, the
+ * reconnect timer after a hangup, is a second away), so its read handler
+ * is run here, while the socket is still the one it dialled, rather than
+ * found by a round trip through epoll. It reads until the socket is empty.
+ * It writes only for a line it read whole: what it wrote is read when the
+ * piece held a newline, and at the end.
+ */
+static void run(int sfd, bool newline, struct outcome *o)
 {
-	for (int i = 0; i < 64 && uvn_loop_run_once(loop, 0) > 0; i++)
-		drain(sfd);
+	if (client->fd == client_fd)
+		client->fn(client, EPOLLIN);
+	if (newline)
+		o->written += drain(sfd);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void run_input(const uint8_t *data, size_t size, void *out)
 {
+	struct outcome mine, *o = out ? out : &mine;
 	static const uint8_t macs[][6] = {
 		{ 0xff, 0xff, 0xff, 0xff, 0xff, 0xff }, { 0x01, 0, 0x5e, 0, 0, 1 },
 		{ 0x52, 0x54, 0, 0x12, 0x34, 0x56 }, { 0x02, 0, 0, 0, 0, 2 },
 	};
-	struct uvn_rx_filter f;
-	struct uvn_loop *loop;
 	struct uvn_qmp *q;
 	size_t piece, off = 1;
-	int sfd;
+	int sfd, stray;
 
-	if (!size)
-		return 0;
 	piece = 1 + (size_t)(data[0] >> 2) * 64;
-	memset(&f, 0, sizeof(f));
-	if (uvn_loop_create(&loop))
-		abort();
-	if (uvn_qmp_create(loop, path, data[0] & 1 ? "nic0" : NULL, &f, "fuzz", &q))
+	memset(o, 0, sizeof(*o));
+	if (uvn_qmp_create(loop, path, data[0] & 1 ? "nic0" : NULL, &o->f, "fuzz", &q))
 		abort();
 	sfd = uvn_vu_accept(lfd);
 	if (sfd < 0)
 		abort();
+	CHECK(registrations(&client_fd, &client) == 1 && client->fd == client_fd);
 	while (off < size) {
 		size_t n = size - off < piece ? size - off : piece;
 		ssize_t w = send(sfd, data + off, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (w <= 0)
 			break; /* the client hung up, or will not read more now */
+		run(sfd, memchr(data + off, '\n', (size_t)w) != NULL, o);
 		off += (size_t)w;
-		run(loop, sfd);
 	}
 	if (data[0] & 2)
 		shutdown(sfd, SHUT_WR);
-	run(loop, sfd);
-	if (atomic_load(&f.seq) & 1)
+	run(sfd, true, o);
+	if (atomic_load(&o->f.seq) & 1)
 		abort();
 	for (unsigned i = 0; i < sizeof(macs) / sizeof(macs[0]); i++)
-		(void)uvn_rx_filter_pass(&f, macs[i]);
+		(void)uvn_rx_filter_pass(&o->f, macs[i]);
+	uvn_qmp_stats(q, &o->st);
 	uvn_qmp_destroy(q);
-	uvn_loop_destroy(loop);
 	close(sfd);
+	/* The next input starts as this one did: a client that redialled
+	 * (an input longer than its one-second retry) left a connection. */
+	while ((stray = uvn_vu_accept(lfd)) >= 0)
+		close(stray);
+	CHECK(registrations(&client_fd, &client) == 0);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct outcome a, b;
+
+	if (size)
+		fz_run_checked(run_input, data, size, &a, &b, sizeof(a));
 	return 0;
 }
