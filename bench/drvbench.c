@@ -18,6 +18,7 @@
 
 #include <uvnet/driver.h>
 
+#include "net/frame.h"
 #include "util/sys.h"
 
 struct opts {
@@ -146,23 +147,13 @@ static int parse(int argc, char **argv, struct opts *o)
 }
 
 /* testpmd txonly's frame: Ethernet, IPv4, UDP, zero payload. */
+/* UDP from 02:00:00:00:00:01 to 02:00:00:00:00:02, the discard port both ways. */
 static void write_headers(uint8_t *b, unsigned size)
 {
-	static const uint8_t eth[14] = { 0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x08, 0x00 };
-	uint16_t ip_len = (uint16_t)(size - 14), udp_len = (uint16_t)(size - 34);
+	static const uint8_t dst[6] = { 0x02, 0, 0, 0, 0, 0x02 }, src[6] = { 0x02, 0, 0, 0, 0, 0x01 };
+	const struct uvn_frame_addr a = { .dst = dst, .src = src, .sport = 9, .dport = 9 };
 
-	memcpy(b, eth, 14);
-	memset(b + 14, 0, 28);
-	b[14] = 0x45;
-	b[16] = (uint8_t)(ip_len >> 8);
-	b[17] = (uint8_t)ip_len;
-	b[22] = 64;
-	b[23] = 17;
-	memcpy(b + 26, "\xc6\x12\x00\x01\xc6\x12\x00\x02", 8);
-	b[35] = 9;
-	b[37] = 9;
-	b[38] = (uint8_t)(udp_len >> 8);
-	b[39] = (uint8_t)udp_len;
+	uvn_frame_udp4(b, &a, size);
 }
 
 /* Split the frame of a tx pool packet into @segs segments of its data room. */

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "net/csum.h"
+#include "net/frame.h"
 #include "net/hdr.h"
 #include "ring/ring.h"
 #include "switch/forward.h"
@@ -481,60 +481,32 @@ void uvn_fwd_burst(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_port 
  */
 #define GEN_MTU_FRAME 1518u
 #define GEN_MSS 1448u
-#define GEN_TCP_HDR 54u
+#define GEN_TCP_HDR UVN_FRAME_TCP_HDR
 static uint8_t gen_payload[65536];
 
-static void put16(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-/* Ethernet + IPv4 header (with its checksum) for an IP packet of @size - 14 bytes. */
-static void write_l2_l3(uint8_t *b, const uint8_t *src_mac, uint32_t size, uint8_t proto)
+/* txonly frames go to 02:00:00:00:00:02, from 1024 to 1025. */
+static struct uvn_frame_addr gen_addr(const uint8_t *src_mac)
 {
 	static const uint8_t dst[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 };
 
-	memcpy(b, dst, 6);
-	memcpy(b + 6, src_mac, 6);
-	b[12] = 0x08;
-	b[13] = 0x00;
-	memset(b + 14, 0, 20);
-	b[14] = 0x45;
-	put16(b + 16, size - 14);
-	b[20] = proto == 6 ? 0x40 : 0; /* TCP: don't fragment */
-	b[22] = 64;
-	b[23] = proto;
-	memcpy(b + 26, "\xc6\x12\x00\x01\xc6\x12\x00\x02", 8); /* 198.18.0.1 -> .2 */
-	put16(b + 24, (uint16_t)~uvn_csum_buf(b + 14, 20));
+	return (struct uvn_frame_addr){ .dst = dst, .src = src_mac, .sport = 1024, .dport = 1025 };
 }
 
 static void write_template(uint8_t *b, const uint8_t *src_mac, uint32_t size)
 {
-	write_l2_l3(b, src_mac, size, 17);
-	memset(b + 34, 0, 8);
-	put16(b + 34, 1024);
-	put16(b + 36, 1025);
-	put16(b + 38, size - 34);
+	struct uvn_frame_addr a = gen_addr(src_mac);
+
+	uvn_frame_udp4(b, &a, size);
+	uvn_frame_ipv4_csum(b);
 }
 
 static void write_gso(struct uvn_pkt *p, const uint8_t *src_mac, uint32_t size)
 {
-	uint8_t *b = p->buf, *th = b + 34;
-	uint32_t sum;
+	struct uvn_frame_addr a = gen_addr(src_mac);
+	uint8_t *b = p->buf;
 
-	write_l2_l3(b, src_mac, size, 6);
-	memset(th, 0, 20);
-	put16(th, 1024);
-	put16(th + 2, 1025);
-	th[12] = 5 << 4;
-	th[13] = 0x18; /* ACK, PSH */
-	put16(th + 14, 0xffff);
-	/* NEEDS_CSUM: the checksum field holds the pseudo-header sum. */
-	sum = uvn_csum_buf(b + 26, 8) + 6u + (size - 34);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	put16(th + 16, sum);
+	uvn_frame_tcp4(b, &a, size);
+	uvn_frame_ipv4_csum(b);
 	p->vnet.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
 	p->vnet.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
 	p->vnet.hdr_len = htole16(GEN_TCP_HDR);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "frames.h"
+#include "net/frame.h"
 
 #define SLOTS_MEM (8u << 20)
 #define MAX_SLOTS 256u
@@ -31,37 +32,15 @@ size_t wkf_app_mem(unsigned size)
 }
 
 /* Ethernet + IPv4 + UDP (testpmd's txonly frame), or TCP for TSO frames. */
+/* From port 1024 to 1025; a TSO frame is TCP, any other UDP. */
 static void write_hdr(const struct wk_frames *f, uint8_t *b)
 {
-	unsigned ip_len = f->size - 14 > 65535 ? 65535 : f->size - 14;
+	const struct uvn_frame_addr a = { .dst = f->dst, .src = f->src, .sport = 1024, .dport = 1025 };
 
-	memcpy(b, f->dst, 6);
-	memcpy(b + 6, f->src, 6);
-	b[12] = 0x08;
-	b[13] = 0x00;
-	memset(b + 14, 0, 20);
-	b[14] = 0x45;
-	b[16] = (uint8_t)(ip_len >> 8);
-	b[17] = (uint8_t)ip_len;
-	b[22] = 64;
-	b[23] = f->gso ? 6 : 17;
-	memcpy(b + 26, "\xc6\x12\x00\x01\xc6\x12\x00\x02", 8); /* 198.18.0.1 -> .2 */
-	b[34] = 0x04;
-	b[35] = 0x00;
-	b[36] = 0x04;
-	b[37] = 0x01;
-	if (f->gso) {
-		memset(b + 38, 0, 16);
-		b[46] = 5 << 4;        /* data offset: 20 bytes */
-		b[47] = 0x18;          /* PSH, ACK */
-		b[48] = 0xff;          /* window */
-	} else {
-		unsigned udp_len = ip_len - 20;
-
-		b[38] = (uint8_t)(udp_len >> 8);
-		b[39] = (uint8_t)udp_len;
-		b[40] = b[41] = 0;
-	}
+	if (f->gso)
+		uvn_frame_tcp4(b, &a, f->size);
+	else
+		uvn_frame_udp4(b, &a, f->size);
 }
 
 /* The offload request of a TSO frame: the device (or whoever) segments it. */
