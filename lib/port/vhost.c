@@ -240,6 +240,9 @@ static void drop_connection(struct vhost_port *v)
 		uvn_loop_del(v->loop, &v->conn_h);
 	v->conn_paused = false;
 	v->throttled = 0;
+	/* The budget is per connection: the next frontend starts with all of it. */
+	v->msg_window = v->msg_count = 0;
+	v->ctrl_self_kicks = 0;
 	uvn_loop_del(v->loop, &v->fault_h); /* before the session closes its eventfd */
 	v->fault_h.fd = -1;
 	uvn_timer_stop(v->loop, &v->pairs_h); /* a change for a guest that is gone */

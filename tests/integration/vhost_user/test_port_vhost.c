@@ -23,6 +23,7 @@
 #include "fake_fe.h"
 #include "port/vhost_port.h"
 #include "util/loop.h"
+#include "util/sys.h"
 
 #define NET_FEATURES ((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX))
 #define RING 1024       /* larger than the drain's budget per call */
@@ -147,6 +148,35 @@ static void test_discard_budget(void **state)
 }
 
 /* A second guest memory region elsewhere, the only one of a new table. */
+/* The message budget is per connection: a frontend that comes after one
+ * that had used nearly all of it in this window starts with all of it. */
+static void test_budget_per_connection(void **state)
+{
+	struct rig r;
+	int sock;
+
+	(void)state;
+	rig_open(&r);
+	r.v->msg_window = uvn_now_ns();
+	r.v->msg_count = 63;
+	close(r.f.sock);
+	r.f.sock = -1;
+	while (r.v->be)
+		assert_true(uvn_loop_run_once(r.loop, 1000) >= 0);
+	assert_int_equal(r.v->msg_count, 0);
+	sock = uvn_vu_connect(r.path);
+	assert_true(sock >= 0);
+	while (!r.v->be)
+		assert_true(uvn_loop_run_once(r.loop, 1000) >= 0);
+	r.f.external = true;
+	fe_close(&r.f);
+	fe_attach(&r.f, sock, r.v->be, NET_FEATURES);
+	fe_negotiate_qemu(&r.f, RING);
+	assert_int_equal(r.v->msg_count, 0);
+	assert_false(r.v->conn_paused);
+	rig_close(&r);
+}
+
 static void other_table(struct rig *r, int fd, void *mem)
 {
 	struct uvn_vu_memory t = { .nregions = 1 };
@@ -233,6 +263,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_discard_budget),
+		cmocka_unit_test(test_budget_per_connection),
 		cmocka_unit_test(test_drain_after_memory_change),
 	};
 
