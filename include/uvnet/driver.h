@@ -75,12 +75,11 @@
  *    chains complete in order and nothing is rewritten.
  * Either way every tx packet is freed exactly once, every rx buffer comes
  * back or stays posted: a restart costs the frames in flight, nothing more.
- * Packed rings have no used index in memory: with INFLIGHT_SHMFD the new
- * backend finds its predecessor's positions and held chains in the
- * region; without it the driver keeps a copy of each chain in flight, and
- * after a restart lays the chains the dead backend had not completed out
- * again from where its used elements stopped (oldest first), which is the
- * new backend's base. A late ring is put right by the reconnect thread
+ * Packed rings have no used index in memory: the driver keeps a copy of
+ * each chain in flight, and after a restart lays the chains the dead
+ * backend had not completed out again from where its used elements
+ * stopped (oldest first), which is the new backend's base; INFLIGHT_SHMFD
+ * is not asked for. A late ring is put right by the reconnect thread
  * (fix_skipped); a packed ring whose state does not add up fails the
  * instance with -EPROTO (err_resubmit).
  *

@@ -208,9 +208,7 @@ static int fix_rings(struct uvn_drv *d, uint64_t old_proto)
 	uint64_t deadline = now_us() + (uint64_t)d->cfg.timeout_ms * 1000u;
 	int expected = 0, ret = 0;
 
-	/* With the region the new backend takes what the old one held
-	 * itself, packed rings too (their positions are in the region). */
-	if ((old_proto & d->proto & inflight) && d->inflight_fd >= 0)
+	if (!packed && (old_proto & d->proto & inflight) && d->inflight_fd >= 0)
 		return 0;
 	if (!packed && (d->features & (1ull << VIRTIO_F_IN_ORDER)))
 		return 0;

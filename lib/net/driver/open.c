@@ -33,7 +33,9 @@
  * reconnecting it would cost the backend a write per chain for nothing. */
 uint64_t drv_proto_want(const struct uvn_drv *d)
 {
-	bool inflight = d->cfg.reconnect && !d->cfg.no_inflight;
+	/* Packed rings are put right by the driver itself (link.c): a region
+	 * a backend also resumed from would have it take chains twice. */
+	bool inflight = d->cfg.reconnect && !d->cfg.no_inflight && d->cfg.ring != UVN_RING_PACKED;
 
 	return PROTO_WANT | (inflight ? 1ull << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD : 0);
 }

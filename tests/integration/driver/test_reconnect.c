@@ -397,19 +397,6 @@ static void test_server_no_inflight(void **state)
 	restart(true, false);
 }
 
-/* Packed rings with the in-flight region: the backend resumes from it. */
-static void test_packed_client_inflight(void **state)
-{
-	(void)state;
-	restart_ring(false, true, UVN_RING_PACKED, false);
-}
-
-static void test_packed_server_inflight(void **state)
-{
-	(void)state;
-	restart_ring(true, true, UVN_RING_PACKED, false);
-}
-
 /* Packed rings: no in-flight region (the driver puts the ring right). */
 static void test_packed_client(void **state)
 {
@@ -472,8 +459,6 @@ int main(void)
 		cmocka_unit_test_teardown(test_client_no_inflight, kill_leftovers),
 		cmocka_unit_test_teardown(test_server_inflight, kill_leftovers),
 		cmocka_unit_test_teardown(test_server_no_inflight, kill_leftovers),
-		cmocka_unit_test_teardown(test_packed_client_inflight, kill_leftovers),
-		cmocka_unit_test_teardown(test_packed_server_inflight, kill_leftovers),
 		cmocka_unit_test_teardown(test_packed_client, kill_leftovers),
 		cmocka_unit_test_teardown(test_packed_server, kill_leftovers),
 		cmocka_unit_test_teardown(test_packed_in_order_client, kill_leftovers),
