@@ -249,6 +249,11 @@ unsigned uvn_vq_dev_inflight_pending(const struct uvn_vq_dev *vq)
 	return t ? (unsigned)(t->nresubmit - t->next_resubmit) : 0;
 }
 
+bool uvn_vq_dev_inflight_resumed(const struct uvn_vq_dev *vq)
+{
+	return vq->inflight && vq->inflight->resumed;
+}
+
 void uvn_inflight_split_push(struct uvn_inflight *t, uint16_t head)
 {
 	struct uvn_inflight_split *r = t->r;

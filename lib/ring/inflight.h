@@ -126,6 +126,7 @@ struct uvn_inflight {
 	uint16_t resub_end;            /* the avail position past the chains to pop again */
 	bool resub_wrap;
 	uint64_t ring_desc;            /* descriptors popped from the ring since (never wraps) */
+	bool resumed;                  /* packed: positions from a slice a predecessor kept */
 };
 
 /*
@@ -156,6 +157,9 @@ void uvn_vq_dev_inflight_detach(struct uvn_vq_dev *vq);
 
 /* @return chains still to be popped again from the slice attached last. */
 unsigned uvn_vq_dev_inflight_pending(const struct uvn_vq_dev *vq);
+/* Did the ring's positions come from its slice (a packed ring resumed from
+ * what a predecessor kept), not from SET_VRING_BASE? */
+bool uvn_vq_dev_inflight_resumed(const struct uvn_vq_dev *vq);
 
 const char *uvn_inflight_strerror(int code);
 

@@ -446,8 +446,7 @@ static void place(struct uvn_vq_dev *vq, struct uvn_inflight *t, const struct se
 	uint16_t pos = s->used;
 	bool wrap = s->wrap;
 
-	/* A broken queue's ring is not written any more (a packed ring
-	 * refused at its base is broken before it is attached). */
+	/* A broken queue's ring is not written any more. */
 	if (!vq->err)
 		unstage(vq, pos, wrap, ndesc);
 	vq->pk.used_pos = pos;
@@ -503,6 +502,7 @@ static int recover(struct uvn_vq_dev *vq, struct uvn_inflight *t)
 	m = malloc(t->num * sizeof(*m));
 	if (sn.state && sn.flag && sn.counter && m)
 		ret = recover_used(vq, t, &sn, m);
+	t->resumed = !ret;
 	free(sn.state);
 	free(sn.flag);
 	free(sn.counter);

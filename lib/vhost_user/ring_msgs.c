@@ -187,10 +187,11 @@ static int create_dev(struct uvn_vu_backend *b, struct uvn_vu_queue *q)
 		q->dev = NULL;
 		return -EINVAL;
 	}
-	/* A tracked packed ring's positions come from its slice, not from
-	 * the base (which QEMU cannot know after we died): only an untracked
-	 * one is checked against the ring. */
-	if (vu_packed(b) && !vu_inflight_tracks(b, q))
+	/* A packed ring that resumed from its slice has its positions from
+	 * there, not from the base (which the frontend cannot know after we
+	 * died); any other (untracked, or a fresh slice that took the base)
+	 * is checked against the ring. */
+	if (vu_packed(b) && !uvn_vq_dev_inflight_resumed(q->dev))
 		check_packed_base(b, q, base);
 	return 0;
 }

@@ -103,9 +103,17 @@ static int renegotiate(struct uvn_drv *d)
 		return -ENOTSUP;
 	}
 	proto = uvn_vu_fe_protocol_features(d->fe);
-	if ((d->proto & ~proto) & (1ull << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
+	if ((d->proto & ~proto) & (1ull << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD)) {
 		UVN_WARN("uvnet driver %s: the backend no longer offers INFLIGHT_SHMFD: it resumes "
 			 "from the used index alone", d->path);
+		/* Our region now describes a backend before this one: a later
+		 * backend that takes a region gets a fresh one, not what it
+		 * would resume from wrongly (chains this one completed). */
+		if (d->inflight_fd >= 0) {
+			close(d->inflight_fd);
+			d->inflight_fd = -1;
+		}
+	}
 	d->proto = proto;
 	d->offered = offered;
 	return 0;

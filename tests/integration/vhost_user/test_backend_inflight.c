@@ -406,6 +406,52 @@ static void packed_restart_after_out_of_order_use(void **state)
 	fe_close(&f);
 }
 
+/*
+ * A fresh region (version 0) gives a restarted packed ring nothing to
+ * resume from: its positions come from the base, which is then checked as
+ * without a region, and a stale one (QEMU's fresh base over a ring that
+ * ran) breaks the ring, counted, instead of starting it at the wrong slot.
+ */
+static void packed_fresh_region_checks_the_base(void **state)
+{
+	struct uvn_vu_inflight d, d2;
+	struct uvn_vq_chain ch[4];
+	struct uvn_vq_drv *drv;
+	struct uvn_vu_queue *q;
+	int tokens[4], back[4] = { 0 }, fd, fd2;
+	struct fe f;
+
+	(void)state;
+	fe_open(&f, FE_QUEUES, F_VERSION_1 | F_PACKED);
+	negotiate_protocol(&f);
+	fd = get_inflight(&f, FE_QUEUES, NUM, &d);
+	assert_int_equal(set_inflight(&f, &d, fd), 0);
+	start_rings(&f, PACKED_FRESH);
+	drv = fe_driver(&f, 0, NUM);
+	post_strings(&f, drv, tokens);
+	q = uvn_vu_backend_queue(f.b, 0);
+	for (int i = 0; i < 4; i++) {
+		pop_expect(&f, &ch[i], str[i]);
+		uvn_vq_dev_push(q->vq, &ch[i], 0);
+	}
+	uvn_vq_dev_flush(q->vq);
+	take_back(drv, tokens, back, 4);
+
+	fe_restart(&f);
+	negotiate_protocol(&f);
+	fd2 = get_inflight(&f, FE_QUEUES, NUM, &d2); /* a new region: zeroed */
+	assert_true(fd2 >= 0);
+	assert_int_equal(set_inflight(&f, &d2, fd2), 0);
+	start_rings(&f, PACKED_FRESH);
+	assert_int_equal(st(&f)->err_ring, 1);
+	q = uvn_vu_backend_queue(f.b, 0);
+	assert_int_equal(uvn_vq_dev_inflight_pending(q->vq), 0);
+	uvn_vq_drv_destroy(drv);
+	close(fd);
+	close(fd2);
+	fe_close(&f);
+}
+
 /* Requests that are declined: a zero-size description back or a NACK,
  * counted, the connection and the rings fine. */
 static void hostile_descriptions(void **state)
@@ -586,6 +632,7 @@ int main(void)
 		cmocka_unit_test(restart_without_region_resumes_from_used),
 		cmocka_unit_test(packed_restart_resubmits_held_chains),
 		cmocka_unit_test(packed_restart_after_out_of_order_use),
+		cmocka_unit_test(packed_fresh_region_checks_the_base),
 		cmocka_unit_test(hostile_descriptions),
 		cmocka_unit_test(bad_messages),
 		cmocka_unit_test(hostile_contents),
