@@ -481,7 +481,8 @@ struct uvn_drv_txq_stats {
 	uint64_t indirect;       /**< packets sent through an indirect table */
 	uint64_t desc_cache_hit;
 	uint64_t desc_cache_miss;
-	uint64_t reserved[13];   /**< room for later counters: the size stays 256 bytes */
+	uint64_t err_segs;       /**< frames of more segments than the ring holds in one chain */
+	uint64_t reserved[12];   /**< room for later counters: the size stays 256 bytes */
 };
 
 /** {name, offsetof} rows, NULL-terminated. */

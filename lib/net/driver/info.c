@@ -21,7 +21,7 @@ const struct uvn_stat_desc uvn_drv_rxq_stats_desc[] = {
 
 #define TX_STAT(f) UVN_STAT(struct uvn_drv_txq_stats, f)
 const struct uvn_stat_desc uvn_drv_txq_stats_desc[] = {
-	TX_STAT(packets), TX_STAT(bytes), TX_STAT(bursts), TX_STAT(drops), TX_STAT(err_offload),
+	TX_STAT(packets), TX_STAT(bytes), TX_STAT(bursts), TX_STAT(drops), TX_STAT(err_offload), TX_STAT(err_segs),
 	TX_STAT(err_unmapped), TX_STAT(bounced), TX_STAT(csum_sw), TX_STAT(hdr_pushed),
 	TX_STAT(full), TX_STAT(reclaimed), TX_STAT(reclaim_runs), TX_STAT(kicks),
 	TX_STAT(kicks_suppressed), TX_STAT(waits), TX_STAT(interrupts), TX_STAT(indirect),

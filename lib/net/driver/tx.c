@@ -212,6 +212,13 @@ static int xmit(struct drv_txq *tq, struct uvn_pkt *p)
 		tq->st.err_offload++;
 		return XMIT_DROP;
 	}
+	/* A chain (header + segments, even through an indirect table) longer
+	 * than the ring is the ring's error, and would fail the instance: a
+	 * received 64 KB frame (up to 44 segments) sent on a small ring. */
+	if (UVN_UNLIKELY((unsigned)p->nseg + 1 > tq->r.num)) {
+		tq->st.err_segs++;
+		return XMIT_DROP;
+	}
 	for (unsigned i = 0; i < p->nseg; i++)
 		shared &= drv_shared(d, p->seg[i].iov_base, p->seg[i].iov_len);
 	if (UVN_LIKELY(shared && can_push(d, p, hl))) {
