@@ -30,15 +30,23 @@
  * UVN_DEV_CTRL_RING the control queue.
  *
  * Threads: the control functions (create, accept, connect, handle,
- * check_memory, disconnect, discard_disabled, set_zerocopy, destroy) and
- * the ops callbacks run on one control thread. A ring stops being ready
- * only inside them, so the data-path functions of queue pair q may run on
- * other threads as long as they do not run while the control thread
- * handles a message (uvnetd parks its workers around it): one thread at a
- * time for a pair's guest TX ring (rx_burst, rx_done, kicked, arm) and one
- * for its guest RX ring (tx_burst). The control queue is answered on the
- * control thread (uvn_dev_ctrl()). The guest is not trusted: a ring it
- * breaks is counted and stopped, nothing else is disturbed.
+ * check_memory, disconnect, discard_disabled, set_zerocopy, queue_stats,
+ * ctrl, destroy) and the ops callbacks run on one control thread. A ring
+ * stops being ready only inside them, so the data-path functions of queue
+ * pair q may run on other threads as long as none of them runs while a
+ * control function does (uvnetd parks its workers around every one): one
+ * thread at a time for a pair's guest TX ring (rx_burst, rx_done, kicked,
+ * arm) and one for its guest RX ring (tx_burst). The guest is not trusted:
+ * a ring it breaks is counted and stopped, nothing else is disturbed.
+ *
+ * Packets from uvn_dev_rx_burst() may point into the guest's memory
+ * (zero-copy): free every one of them before any control function runs
+ * (a control function may unmap that memory or end the ring they belong
+ * to); keep a frame longer only as a copy.
+ *
+ * Kick fds (uvn_dev_kick_fd(), uvn_dev_ctrl_fd()) are the frontend's and
+ * are closed or replaced inside uvn_dev_handle(): watch a dup() of one in
+ * an epoll set, and remove it when its ring stops (queue_ready false).
  */
 #ifndef UVNET_DEVICE_H
 #define UVNET_DEVICE_H
@@ -91,7 +99,10 @@ struct uvn_dev_cfg {
 	bool ctrl;                   /**< a control queue even with one queue pair (always with more) */
 	bool poll;                   /**< the guest TX rings are polled: ask the guest not to kick */
 	unsigned queue_pairs;        /**< 1..UVN_DEV_MAX_QUEUE_PAIRS */
-	uint64_t features;           /**< virtio features offered; 0: uvn_dev_default_features() */
+	uint64_t features;           /**< virtio features offered; 0: uvn_dev_default_features().
+				      *   Must include VERSION_1 and stay within what the device
+				      *   implements (the defaults for 2 pairs, GUEST/HOST_UFO);
+				      *   control-queue bits need @c ctrl or 2+ pairs */
 	uint64_t protocol_features;  /**< vhost-user protocol features offered; 0: every one the
 				      *   backend speaks */
 	uint32_t mtu;                /**< offer NET_MTU and take the frontend's MTU up to this; 0: not */

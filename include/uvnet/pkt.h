@@ -45,8 +45,10 @@ extern "C" {
  * offset, so this bound can grow without moving a field; packets come
  * from pools (uvn_pkt_pool_create()), whose descriptors are the library's
  * size. A program that only uses pool packets and walks seg[0..nseg)
- * needs no rebuild when it grows (it was 19: a 64 KB frame took up to 43
- * mergeable buffers and was copied or dropped).
+ * keeps working when it grows; one that sizes its own arrays by it (an
+ * iovec array of 1 + UVN_PKT_MAX_SEGS, say) must be rebuilt. It was 19
+ * up to 0.1.0's first builds: a 64 KB frame took up to 43 mergeable
+ * buffers and was copied or dropped.
  */
 #define UVN_PKT_MAX_SEGS 48
 

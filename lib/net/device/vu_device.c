@@ -44,6 +44,7 @@ struct uvn_dev {
 	struct dev_ring rx[UVN_DEV_MAX_QUEUE_PAIRS]; /* guest RX rings */
 	struct dev_ring tx[UVN_DEV_MAX_QUEUE_PAIRS]; /* guest TX rings */
 	struct dev_ring ctrl;
+	struct iovec discard_iov[UVN_NETDEV_MAX_IOV]; /* discard()'s scratch */
 };
 
 /* VIRTIO_NET_F_MTU is offered with or without a device MTU: QEMU passes it
@@ -344,9 +345,27 @@ int uvn_dev_listen_fd(const struct uvn_dev *d)
 
 /* ------------------------------------------------------ create, destroy */
 
+/* What the device implements beyond its default offer. */
+#define FEATURES_EXTRA (1ull << VIRTIO_NET_F_HOST_UFO | 1ull << VIRTIO_NET_F_GUEST_UFO)
+#define FEATURES_CTRL                                                                   \
+	(1ull << VIRTIO_NET_F_CTRL_VQ | 1ull << VIRTIO_NET_F_CTRL_RX |                  \
+	 1ull << VIRTIO_NET_F_CTRL_RX_EXTRA | 1ull << VIRTIO_NET_F_CTRL_MAC_ADDR |      \
+	 1ull << VIRTIO_NET_F_MQ)
+
+/* An offer the device can keep: VERSION_1 (its header layout), nothing
+ * it does not implement, and control-queue bits only with that queue. */
+static bool features_ok(const struct uvn_dev_cfg *cfg)
+{
+	uint64_t f = cfg->features;
+
+	return !f || (uvn_has_feature(f, VIRTIO_F_VERSION_1) &&
+		      !(f & ~(uvn_dev_default_features(2) | FEATURES_EXTRA)) &&
+		      (!(f & FEATURES_CTRL) || cfg->ctrl || cfg->queue_pairs > 1));
+}
+
 static int check_cfg(const struct uvn_dev_cfg *cfg)
 {
-	if (!cfg || !cfg->path || !UVN_RESERVED_ZERO(cfg))
+	if (!cfg || !cfg->path || !UVN_RESERVED_ZERO(cfg) || !features_ok(cfg))
 		return -EINVAL;
 	if (!cfg->queue_pairs || cfg->queue_pairs > UVN_DEV_MAX_QUEUE_PAIRS ||
 	    strlen(cfg->path) >= sizeof(((struct uvn_dev *)0)->path) ||
@@ -519,7 +538,7 @@ bool uvn_dev_ctrl_arm(struct uvn_dev *d)
 static unsigned discard(struct uvn_dev *d, struct uvn_vu_queue *q, struct uvn_vq_dev *dev,
 			unsigned budget)
 {
-	static struct iovec iov[UVN_NETDEV_MAX_IOV];
+	struct iovec *iov = d->discard_iov; /* per device: two may run on two threads */
 	unsigned num = uvn_vq_dev_num(dev), n = 0, staged = 0;
 	struct uvn_vq_chain ch;
 	bool notify = false;

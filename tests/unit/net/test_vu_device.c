@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * <uvnet/device.h> with a scripted frontend (fake_fe) on its socket:
- * - a config with reserved words set, no queue pair or too many is refused;
+ * - a config with reserved words set, no queue pair or too many, or an
+ *   offer the device cannot keep is refused;
  * - the device listens on its path and takes one frontend at a time;
  * - the rings QEMU sets up are reported ready, a frame the guest sends
  *   comes out of uvn_dev_rx_burst() and its buffer goes back, a packet
@@ -103,6 +104,19 @@ static void test_cfg(void **state)
 	c.queue_pairs = UVN_DEV_MAX_QUEUE_PAIRS + 1;
 	assert_int_equal(uvn_dev_create(&c, &d), -EINVAL);
 	c.queue_pairs = 1;
+	/* offers the device could not keep: no VERSION_1 (another header
+	 * layout), a feature it does not implement, a control queue it has not */
+	c.features = uvn_dev_default_features(1) & ~(1ull << VIRTIO_F_VERSION_1);
+	assert_int_equal(uvn_dev_create(&c, &d), -EINVAL);
+	c.features = uvn_dev_default_features(1) | 1ull << VIRTIO_NET_F_HASH_REPORT;
+	assert_int_equal(uvn_dev_create(&c, &d), -EINVAL);
+	c.features = uvn_dev_default_features(1) | 1ull << VIRTIO_NET_F_CTRL_VQ;
+	assert_int_equal(uvn_dev_create(&c, &d), -EINVAL);
+	c.ctrl = true; /* with its queue, the same offer is fine */
+	assert_int_equal(uvn_dev_create(&c, &d), 0);
+	uvn_dev_destroy(d);
+	c.ctrl = false;
+	c.features = 0;
 	assert_int_equal(uvn_dev_create(&c, &d), 0);
 	assert_true(uvn_dev_listen_fd(d) >= 0);
 	assert_int_equal(stat(r.path, &st), 0);
