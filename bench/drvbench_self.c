@@ -53,13 +53,14 @@ static void dev_step(struct dev *d)
 		return;
 	}
 	do {
-		n = uvn_pkt_alloc_bulk(d->small, pkts, 32);
-		for (unsigned i = 0; i < n; i++) {
+		unsigned got = uvn_pkt_alloc_bulk(d->small, pkts, 32);
+
+		for (unsigned i = 0; i < got; i++) {
 			memset(pkts[i]->buf, 0x11, d->size);
 			uvn_pkt_set_buf(pkts[i], d->size);
 		}
-		n = uvn_dev_tx_burst(d->vd, 0, pkts, n);
-		uvn_pkt_free_bulk(pkts, 32);
+		n = uvn_dev_tx_burst(d->vd, 0, pkts, got);
+		uvn_pkt_free_bulk(pkts, got);
 	} while (n == 32);
 }
 

@@ -286,6 +286,7 @@ void drv_rxq_drain(struct drv_rxq *rq)
 		rq->partial = NULL;
 	}
 	rq->partial_left = 0;
+	rq->partial_drop = false; /* the frame being skipped went with the ring */
 	while (rq->nrecycle)
 		uvn_frag_put(rq->frags, rq->recycle[--rq->nrecycle]);
 	if (rq->frags)
