@@ -50,15 +50,11 @@ int uvnetd_fdb_add(struct uvnetd *d, const struct uvnetd_ctl_cmd *cmd, char *err
 	return r;
 }
 
-/* Is (@vlan, @mac) among @o's fdb-static entries? */
-static bool configured(const struct uvnetd_opts *o, unsigned vlan, uint64_t mac)
+/* Is @key among the @n keys of @keys? */
+static bool configured(const uint64_t *keys, unsigned n, uint64_t key)
 {
-	struct uvnetd_ctl_cmd c;
-	char buf[256];
-
-	for (unsigned i = 0; i < o->nfdb; i++)
-		if (!uvnetd_fdb_spec(o->fdb_specs[i], buf, sizeof(buf), &c) && c.vlan == vlan &&
-		    c.mac == mac)
+	for (unsigned i = 0; i < n; i++)
+		if (keys[i] == key)
 			return true;
 	return false;
 }
@@ -66,9 +62,18 @@ static bool configured(const struct uvnetd_opts *o, unsigned vlan, uint64_t mac)
 /* Remove the static entries @o does not have. @return how many */
 static unsigned drop_others(struct uvnetd *d, const struct uvnetd_opts *o)
 {
+	uint64_t keys[UVNETD_MAX_FDB_STATIC];
 	struct uvn_fdb *fdb = &d->fwd.fdb;
-	unsigned gone = 0;
+	unsigned gone = 0, n = 0;
 
+	/* Parsed before the workers park: they wait only for the scan. */
+	for (unsigned i = 0; i < o->nfdb; i++) {
+		struct uvnetd_ctl_cmd c;
+		char buf[256];
+
+		if (!uvnetd_fdb_spec(o->fdb_specs[i], buf, sizeof(buf), &c))
+			keys[n++] = uvn_fdb_key(c.vlan, c.mac);
+	}
 	if (!uvnetd_quiesce(d)) {
 		uvnetd_resume(d);
 		return 0;
@@ -76,8 +81,7 @@ static unsigned drop_others(struct uvnetd *d, const struct uvnetd_opts *o)
 	for (unsigned i = 0; i <= fdb->mask; i++) {
 		struct uvn_fdb_info e;
 
-		if (uvn_fdb_get(fdb, i, uvn_now_ns(), &e) && e.is_static &&
-		    !configured(o, uvn_fdb_key_vlan(e.key), uvn_fdb_key_mac(e.key)))
+		if (uvn_fdb_get(fdb, i, uvn_now_ns(), &e) && e.is_static && !configured(keys, n, e.key))
 			gone += !uvn_fdb_del(fdb, e.key, uvn_now_ns());
 	}
 	uvnetd_resume(d);
