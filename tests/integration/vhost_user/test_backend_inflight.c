@@ -156,6 +156,24 @@ static void pop_expect(struct fe *f, struct uvn_vq_chain *ch, const char *s)
 	assert_string_equal((char *)iov[0].iov_base, s);
 }
 
+/* A packed frontend sharing a region (its fd returned, described in *@d),
+ * its rings started fresh and the four strings posted on ring 0. */
+static int packed_started(struct fe *f, struct uvn_vu_inflight *d, struct uvn_vq_drv **drv,
+			  int *tokens)
+{
+	int fd;
+
+	fe_open(f, FE_QUEUES, F_VERSION_1 | F_PACKED);
+	negotiate_protocol(f);
+	fd = get_inflight(f, FE_QUEUES, NUM, d);
+	assert_true(fd >= 0);
+	assert_int_equal(set_inflight(f, d, fd), 0);
+	start_rings(f, PACKED_FRESH);
+	*drv = fe_driver(f, 0, NUM);
+	post_strings(f, *drv, tokens);
+	return fd;
+}
+
 static void restart_resubmits_held_chains(void **state)
 {
 	struct uvn_vu_inflight d, d2;
@@ -312,14 +330,7 @@ static void packed_restart_resubmits_held_chains(void **state)
 	struct fe f;
 
 	(void)state;
-	fe_open(&f, FE_QUEUES, F_VERSION_1 | F_PACKED);
-	negotiate_protocol(&f);
-	fd = get_inflight(&f, FE_QUEUES, NUM, &d);
-	assert_true(fd >= 0);
-	assert_int_equal(set_inflight(&f, &d, fd), 0);
-	start_rings(&f, PACKED_FRESH);
-	drv = fe_driver(&f, 0, NUM);
-	post_strings(&f, drv, tokens);
+	fd = packed_started(&f, &d, &drv, tokens);
 	for (int i = 0; i < 3; i++)
 		pop_expect(&f, &ch[i], str[i]);
 
@@ -367,13 +378,7 @@ static void packed_restart_after_out_of_order_use(void **state)
 	struct fe f;
 
 	(void)state;
-	fe_open(&f, FE_QUEUES, F_VERSION_1 | F_PACKED);
-	negotiate_protocol(&f);
-	fd = get_inflight(&f, FE_QUEUES, NUM, &d);
-	assert_int_equal(set_inflight(&f, &d, fd), 0);
-	start_rings(&f, PACKED_FRESH);
-	drv = fe_driver(&f, 0, NUM);
-	post_strings(&f, drv, tokens);
+	fd = packed_started(&f, &d, &drv, tokens);
 	for (int i = 0; i < 4; i++)
 		pop_expect(&f, &ch[i], str[i]);
 	q = uvn_vu_backend_queue(f.b, 0);
@@ -422,13 +427,7 @@ static void packed_fresh_region_checks_the_base(void **state)
 	struct fe f;
 
 	(void)state;
-	fe_open(&f, FE_QUEUES, F_VERSION_1 | F_PACKED);
-	negotiate_protocol(&f);
-	fd = get_inflight(&f, FE_QUEUES, NUM, &d);
-	assert_int_equal(set_inflight(&f, &d, fd), 0);
-	start_rings(&f, PACKED_FRESH);
-	drv = fe_driver(&f, 0, NUM);
-	post_strings(&f, drv, tokens);
+	fd = packed_started(&f, &d, &drv, tokens);
 	q = uvn_vu_backend_queue(f.b, 0);
 	for (int i = 0; i < 4; i++) {
 		pop_expect(&f, &ch[i], str[i]);
