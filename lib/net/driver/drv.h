@@ -2,7 +2,8 @@
 /*
  * The virtio-net driver's objects, shared by its files:
  *   open.c     bringing an instance up and down: connection, negotiation,
- *              the arena, queue set-up, start, stop and close;
+ *              queue set-up, start, stop and close;
+ *   arena.c    the shared arena's size and allocation from it;
  *   cfg.c      the configuration's defaults and its key=value parser;
  *   info.c     run-time options, negotiated features, statistics, queries;
  *   link.c     reconnecting after a backend restart (the link thread);
@@ -260,7 +261,7 @@ static inline uint64_t drv_addr(const void *p)
 	return (uint64_t)(uintptr_t)p; /* gpa == uva == our address */
 }
 
-/* Arena allocation after set-up (serialized between queue threads). */
+/* Arena allocation after set-up (serialized between queue threads; arena.c). */
 void *drv_arena_alloc(struct uvn_drv *d, size_t size, size_t align);
 void drv_arena_free(struct uvn_drv *d, void *p, size_t size);
 
@@ -278,8 +279,11 @@ int drv_idle(struct uvn_drv *d, struct drv_ring *r);
 /* A ring reported an error: the backend broke it. @return the instance error */
 int drv_ring_error(struct uvn_drv *d, struct drv_ring *r, int vq_err);
 
-/* Bytes of rx buffer memory one queue gets (open.c). */
+/* Bytes of rx buffer memory one queue gets (arena.c). */
 size_t drv_rx_buf_bytes(const struct uvn_drv *d);
+/* Bytes of one ring, and of the whole arena the instance asks for (arena.c). */
+size_t drv_ring_bytes(const struct uvn_drv *d);
+size_t drv_arena_bytes(const struct uvn_drv *d);
 
 /* rx.c: set-up and receive */
 int drv_rxq_init(struct uvn_drv *d, struct drv_rxq *rq);
