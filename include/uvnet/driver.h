@@ -32,8 +32,9 @@
  * queue q, or send them out of queue q of any uvn_drv on that thread. The
  * control functions (queue pairs, MAC, promiscuous mode, options, stats
  * snapshots) may be called from any one thread. Nothing on the data path
- * allocates memory (except the deliberately pre-seed option settings),
- * logs, or takes a lock.
+ * allocates memory, logs, or takes a lock, except with the two benchmark
+ * settings below that do so on purpose (deferred_alloc off: packet objects
+ * made at refill; desc_cache off: indirect tables from the shared arena).
  *
  * Errors are negative errno values. A backend that goes away or breaks
  * the protocol never makes a call hang: control requests time out
@@ -83,18 +84,26 @@
  * (fix_skipped); a packed ring whose state does not add up fails the
  * instance with -EPROTO (err_resubmit).
  *
- * The seed optimizations are run-time switches (uvn_drv_set_opt()), the
- * better setting by default:
- *  - deferred rx allocation (seed 000): rx rings hold raw buffers from a
- *    page-fragment pool and a packet object is made only when a buffer comes
- *    back used; off: the packet object is made when the buffer is posted;
- *  - mergeable buffer sizing (seed 003): virtio-net header + MTU frame
- *    rounded up to a cache line, so an MTU frame fits one buffer; or an
- *    EWMA of received sizes (Linux today); or the frame alone (pre-seed:
- *    an MTU frame takes two buffers);
- *  - indirect descriptor cache (seed 002): with INDIRECT_DESC, tables of up
- *    to N entries come from a per-queue cache; off: each table is allocated
- *    from and freed to the shared arena per packet.
+ * Three optimizations come from Linux virtio-net patches, each measured in
+ * its netdev thread against the code before it; the older behaviour is
+ * kept beside each, switchable at run time (uvn_drv_set_opt(), the cfg
+ * fields of the same names), to measure against. The default is the
+ * optimization. docs/seeds.md names the threads (the project calls them
+ * the "seed threads", numbered 000-004), the figures they reported and the
+ * uvnet-perf runs that repeat them:
+ *  - deferred rx allocation (deferred_alloc, thread 000): rx rings hold raw
+ *    buffers from a page-fragment pool and a packet object is made only
+ *    when a buffer comes back used; off: the packet object is made when
+ *    the buffer is posted;
+ *  - mergeable buffer sizing (mrg_sizing, thread 003): virtio-net header +
+ *    MTU frame rounded up to a cache line, so an MTU frame fits one buffer;
+ *    or an EWMA of received sizes (Linux today); or the frame alone
+ *    (UVN_MRG_MTU_ONLY, Linux's sizing before the fix: an MTU frame takes
+ *    two buffers);
+ *  - indirect descriptor cache (desc_cache, desc_cache_thr, thread 002):
+ *    with INDIRECT_DESC, tables of up to desc_cache_thr entries come from a
+ *    per-queue cache; off: each table is allocated from and freed to the
+ *    shared arena per packet.
  */
 #ifndef UVNET_DRIVER_H
 #define UVNET_DRIVER_H
@@ -135,11 +144,12 @@ enum uvn_rx_mode {
 	UVN_RX_MERGEABLE,  /**< MRG_RXBUF: frames spread over buffers, num_buffers in the header */
 };
 
-/** Size of mergeable receive buffers (seed 003). */
+/** Size of mergeable receive buffers (uvn_drv_cfg::mrg_sizing; docs/seeds.md, 003). */
 enum uvn_mrg_sizing {
 	UVN_MRG_HDR_MTU = 0, /**< header + MTU frame, cache-line aligned: an MTU frame fits one buffer */
 	UVN_MRG_EWMA,        /**< header + EWMA of received sizes, at least an MTU frame, at most a page */
-	UVN_MRG_MTU_ONLY,    /**< the MTU frame without the header (pre-seed): MTU frames take two */
+	UVN_MRG_MTU_ONLY,    /**< the MTU frame without room for the header, as Linux sized them
+			      *   before header + MTU (kept to measure against): MTU frames take two */
 };
 
 /** Ring layout. */
@@ -179,11 +189,14 @@ struct uvn_drv_cfg {
 	unsigned tx_pkts;        /**< packets in each queue's tx pool (uvn_drv_tx_pool()); default
 				  *   4 * queue_size */
 	size_t rx_buf_bytes;     /**< rx buffer memory per queue; default from mode and sizes */
-	/* Initial seed switches (see uvn_drv_set_opt()). */
-	bool deferred_alloc;            /**< seed 000; default true */
-	enum uvn_mrg_sizing mrg_sizing; /**< seed 003; default UVN_MRG_HDR_MTU */
-	bool desc_cache;                /**< seed 002; default true */
-	unsigned desc_cache_thr;        /**< seed 002 threshold N; default 4 */
+	/* The optimizations' switches at open (see "Three optimizations" above,
+	 * uvn_drv_set_opt() and docs/seeds.md); off is for benchmarks. */
+	bool deferred_alloc;            /**< make rx packet objects only for used buffers;
+					 *   default true */
+	enum uvn_mrg_sizing mrg_sizing; /**< mergeable rx buffer size; default UVN_MRG_HDR_MTU */
+	bool desc_cache;                /**< indirect tables from a per-queue cache; default true */
+	unsigned desc_cache_thr;        /**< largest table the cache serves, in entries
+					 *   (1..UVN_DRV_DESC_CACHE_MAX); default 4 */
 	unsigned tx_free_thresh;        /**< reclaim used tx buffers when fewer descriptors than
 					 *   this are free; default 32 */
 	size_t app_mem_bytes;           /**< shared memory for uvn_drv_mem_alloc(); default 4 MB */
@@ -210,12 +223,12 @@ struct uvn_drv_cfg {
 	uint64_t reserved[14];
 };
 
-/** Run-time options (uvn_drv_set_opt()). */
+/** Run-time options (uvn_drv_set_opt()), the cfg fields of the same names. */
 enum uvn_drv_opt {
-	UVN_OPT_DEFERRED_ALLOC, /**< 0 or 1 */
-	UVN_OPT_MRG_SIZING,     /**< an enum uvn_mrg_sizing */
-	UVN_OPT_DESC_CACHE,     /**< 0 or 1 */
-	UVN_OPT_DESC_CACHE_THR, /**< 1..UVN_DRV_DESC_CACHE_MAX */
+	UVN_OPT_DEFERRED_ALLOC, /**< 0 or 1: uvn_drv_cfg::deferred_alloc */
+	UVN_OPT_MRG_SIZING,     /**< an enum uvn_mrg_sizing: uvn_drv_cfg::mrg_sizing */
+	UVN_OPT_DESC_CACHE,     /**< 0 or 1: uvn_drv_cfg::desc_cache */
+	UVN_OPT_DESC_CACHE_THR, /**< 1..UVN_DRV_DESC_CACHE_MAX: uvn_drv_cfg::desc_cache_thr */
 	UVN_OPT_TX_FREE_THRESH, /**< 0..queue size */
 	UVN_OPT__COUNT
 };
@@ -396,7 +409,11 @@ struct uvn_drv_link_stats {
 /** Copy the reconnection counters. Any thread (a snapshot, not atomic as a whole). */
 void uvn_drv_link_stats(const struct uvn_drv *d, struct uvn_drv_link_stats *out);
 
-/** Set a run-time option for every queue. @return 0 or -EINVAL */
+/**
+ * Set a run-time option for every queue (a control function): each takes
+ * it at its next refill (rx), table (tx) or reclaim; buffers and tables
+ * already in a ring go back where they came from. @return 0 or -EINVAL
+ */
 int uvn_drv_set_opt(struct uvn_drv *d, enum uvn_drv_opt opt, unsigned value);
 
 /** @return an option's current value. */

@@ -10,8 +10,9 @@
  *    reference, dropped when the packet is freed), or
  *  - somebody else's memory (a guest's TX buffer): @c ubuf is then a
  *    completion with a reference count, called when the last packet that
- *    points at the memory is freed (the ubuf_info idea of the zero-copy
- *    seeds), so the owner can hand the buffer back.
+ *    points at the memory is freed (the idea of Linux's ubuf_info, from
+ *    the zero-copy threads in docs/seeds.md), so the owner can hand the
+ *    buffer back.
  *
  * Pools are single-threaded: allocate and free on the thread that owns the
  * pool. Nothing here allocates memory after creation.
@@ -179,7 +180,8 @@ struct uvn_pkt *uvn_pkt_copy(const struct uvn_pkt *p, struct uvn_pkt_pool *pool)
 size_t uvn_pkt_read(const struct uvn_pkt *p, size_t off, void *dst, size_t len);
 
 /* ------------------------------------------------------------------------ */
-/* Page-fragment pools: rx buffers carved from big pages (seed 000)         */
+/* Page-fragment pools: rx buffers carved from big pages                    */
+/* (the driver's deferred rx allocation: docs/seeds.md)                     */
 /* ------------------------------------------------------------------------ */
 
 struct uvn_frag_pool;

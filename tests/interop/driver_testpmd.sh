@@ -89,8 +89,9 @@ for ring in split packed; do
 			uvn_assert_eq "$cell: MRG_RXBUF negotiated" $(((f >> 15) & 1)) $([[ $mode == mergeable ]] && echo 1 || echo 0)
 			uvn_assert_eq "$cell: INDIRECT_DESC negotiated" $(((f >> 28) & 1)) "$ind"
 			# Frames above 2 KB go out from application memory behind a
-			# header slot: a two-entry indirect table, from the cache's
-			# small class (seed 002), which net_vhost must read right.
+			# header slot: a two-entry indirect table, from the
+			# descriptor cache's small class (docs/seeds.md, 002), which
+			# net_vhost must read right.
 			n=$(kv tx_indirect "$UVN_LOG_DIR/$tag-send.log")
 			h=$(kv tx_desc_cache_hit "$UVN_LOG_DIR/$tag-send.log")
 			if [[ $ind == 1 && $mode != small ]]; then
@@ -138,7 +139,8 @@ for ring in split packed; do
 done
 uvn_assert_ge "cells run" "$cells" 1
 
-# Pre-seed sizing with a real peer: MTU-size frames take two buffers.
+# mrg_sizing=mtu_only (Linux's sizing before header + MTU, docs/seeds.md 003)
+# with a real peer: MTU-size frames take two buffers.
 if [[ -z "$only" ]]; then
 	set_fwd macswap
 	testpmd_cmd vh start >/dev/null

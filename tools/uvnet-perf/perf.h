@@ -39,7 +39,7 @@ enum pt_zc { PT_ZC_DEFAULT, PT_ZC_ON, PT_ZC_OFF, PT_ZC_AUTO }; /* default: not p
 
 #define PT_MIN_SIZE 60u
 #define PT_MAX_SIZE 65536u
-#define PT_MTU_FRAME 1514u       /* Ethernet header + 1500: the seeds' "MTU-size frames" */
+#define PT_MTU_FRAME 1514u       /* Ethernet header + 1500: the seed threads' "MTU-size frames" */
 #define PT_PLAIN_MAX 1518u       /* + a VLAN tag: the largest frame sent without TSO */
 #define PT_MAX_SEGS 8u
 
@@ -55,11 +55,12 @@ struct pt_cfg {
 	bool poll;                  /* poll mode (both sides busy-poll) or event mode */
 	unsigned queues;
 	double duration, warmup;    /* seconds */
-	bool deferred_alloc;        /* seed 000 */
-	enum uvn_mrg_sizing merge;  /* seed 003 */
-	bool desc_cache;            /* seed 002 */
+	/* The optimizations' switches, off to measure against (docs/seeds.md). */
+	bool deferred_alloc;        /* driver: rx packet objects made on receipt (000) */
+	enum uvn_mrg_sizing merge;  /* driver: mergeable buffer size (003) */
+	bool desc_cache;            /* driver: indirect tables from a per-queue cache (002) */
 	unsigned desc_cache_thr;
-	enum pt_zc zerocopy;        /* seeds 001/004, uvnetd's switch */
+	enum pt_zc zerocopy;        /* uvnetd: guest TX zero-copy (001, 004) */
 	bool dirty;                 /* sender writes, receiver reads every byte */
 	double rate_gbps;           /* stream: uvnet's sender paced to this rate (0: as fast as it can) */
 	enum pt_drv driver;

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Indirect descriptor tables (seed 002). With the cache on, a table of up
- * to N entries (the threshold) comes from a per-queue stack of tables
- * carved from the arena at set-up, so sending a multi-segment packet costs
- * a pop and a push. Otherwise, or for bigger tables, or when the stack is
- * empty, the table is allocated from the shared arena and freed to it when
- * the backend is done, per packet, as Linux did with kmalloc/kfree before
- * the cache. A table goes back where it came from: cached tables are
+ * Indirect descriptor tables: the descriptor cache (docs/seeds.md, 002).
+ * With the cache on (desc_cache), a table of up to desc_cache_thr entries
+ * comes from a per-queue stack of tables carved from the arena at set-up,
+ * so sending a multi-segment packet costs a pop and a push. Otherwise, or
+ * for bigger tables, or when the stack is empty, the table is allocated
+ * from the shared arena and freed to it when the backend is done, per
+ * packet, as Linux did with kmalloc/kfree before the cache (kept to
+ * measure against). A table goes back where it came from: cached tables are
  * recognised by address, so the switches may change at any time.
  *
  * Tables of two entries, the common chain (a header and one segment), have

@@ -95,7 +95,7 @@ struct drv_table_class {
 	unsigned nfree;
 };
 
-/* Indirect tables: the per-queue cache (seed 002) or the shared arena. */
+/* Indirect tables: the per-queue cache (desc_cache, docs/seeds.md) or the shared arena. */
 struct drv_desc_cache {
 	struct uvn_drv *d;
 	/* [0]: two entries (a header and a segment), two tables to a cache

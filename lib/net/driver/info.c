@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What an open driver instance tells and lets change at run time: the
- * run-time options (seed switches, thresholds), negotiated features,
- * per-queue statistics and where the buffers are.
+ * run-time options (the switches of docs/seeds.md, thresholds),
+ * negotiated features, per-queue statistics and where the buffers are.
  */
 #include <errno.h>
 #include <string.h>

@@ -325,7 +325,8 @@ static const struct cell cells[] = {
 	CELL(UVN_RING_PACKED, UVN_RX_MERGEABLE, true, true, 9000),
 	CELL(UVN_RING_PACKED, UVN_RX_MERGEABLE, true, false, 1500),
 	CELL(UVN_RING_PACKED, UVN_RX_MERGEABLE, false, true, 9000),
-	/* the pre-seed way: packet objects posted with the buffers */
+	/* deferred_alloc off, as before Linux deferred it: packet objects
+	 * posted with the buffers */
 	{ UVN_RING_SPLIT, UVN_RX_SMALL, true, true, true, false, 1500 },
 	{ UVN_RING_SPLIT, UVN_RX_BIG, true, true, true, false, 9000 },
 	{ UVN_RING_SPLIT, UVN_RX_MERGEABLE, true, true, true, false, 1500 },
@@ -333,10 +334,10 @@ static const struct cell cells[] = {
 	{ UVN_RING_PACKED, UVN_RX_BIG, false, true, false, false, 9000 },
 };
 
-/* ------------------------------------------------------- seed switches */
+/* ---------------------------- optimization switches (docs/seeds.md) */
 
-/* Seed 003: an MTU frame takes one buffer with header-inclusive sizing, two
- * with MTU-only sizing; EWMA follows the frame sizes. */
+/* Mergeable sizing (003): an MTU frame takes one buffer with header-inclusive
+ * sizing, two with MTU-only sizing; EWMA follows the frame sizes. */
 static void test_mrg_sizing(void **state)
 {
 	static const unsigned one[] = { 1514 };
@@ -380,7 +381,7 @@ static void test_mrg_sizing(void **state)
 	stop_and_finish(&c);
 }
 
-/* Seed 000: with deferral the ring holds raw buffers; switching at run time
+/* Deferred allocation (000): the ring holds raw buffers; switching at run time
  * mixes both kinds in the ring, and teardown still returns everything. */
 static void test_deferred_switch(void **state)
 {
@@ -415,8 +416,9 @@ static void test_deferred_switch(void **state)
 	}
 }
 
-/* Seed 002: multi-segment tx takes its indirect tables from the cache, or
- * from the arena per packet when the cache is off or the table too big. */
+/* Descriptor cache (002): multi-segment tx takes its indirect tables from
+ * the cache, or from the arena per packet when the cache is off or the
+ * table too big. */
 static void test_desc_cache(void **state)
 {
 	struct tbe_cfg bc = { .mode = TBE_LOOP };
