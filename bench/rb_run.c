@@ -183,7 +183,7 @@ static _Noreturn void driver_main(struct rb_ctl *ctl)
 	d.stamp = calloc(c->qsize, sizeof(*d.stamp));
 	d.free = calloc(c->qsize, sizeof(*d.free));
 	if (!d.stamp || !d.free)
-		child_fail(ctl, "driver", UVN_VQ_E_NOSPC);
+		child_fail(ctl, "driver", UVN_VQ_E_NOMEM);
 	for (unsigned i = 0; i < c->qsize; i++)
 		d.free[d.nfree++] = (uint16_t)i;
 	uvn_vq_drv_disable_cb(d.vq);

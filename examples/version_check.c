@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Check that the libuvnet.so a program runs with is the release it was
- * built against, then lay out a ring and send a packet through a pool:
+ * built against, then lay out a ring (and fail to: a ring error) and send
+ * a packet through a pool:
  * all through the public API, e.g. built against an installed uvnet:
  *   cc version_check.c $(pkg-config --cflags --libs uvnet)
  */
@@ -31,6 +32,13 @@ int main(void)
 		return 1;
 	}
 	printf("a split ring of 256 takes %zu bytes\n", lay.size);
+	/* Ring errors are never errno values: their range starts above 4095. */
+	err = uvn_vq_layout(false, 3, &lay);
+	if (err != -UVN_VQ_E_INVAL || err > -UVN_VQ_ERR_BASE) {
+		fprintf(stderr, "uvn_vq_layout of 3 entries: %d, not -UVN_VQ_E_INVAL\n", err);
+		return 1;
+	}
+	printf("a split ring of 3 entries: %s\n", uvn_vq_strerror(err));
 	err = uvn_pkt_pool_create(&pc, &pool);
 	if (err) {
 		fprintf(stderr, "uvn_pkt_pool_create: %s\n", strerror(-err));

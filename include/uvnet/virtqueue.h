@@ -39,13 +39,26 @@ extern "C" {
 #define UVN_VQ_MAX_SIZE 32768u
 
 /**
- * Errors. Functions return the negative value (-UVN_VQ_E_...). Errors raised
- * by the device half on driver input, and by the driver half on device input,
- * mark the queue broken.
+ * Errors. The functions declared here return 0 or a count on success and
+ * the negative value of one of these (-UVN_VQ_E_...) on failure, never a
+ * -errno value; the functions of the other public headers (driver.h,
+ * device.h, pkt.h) return -errno values only, having mapped any ring error
+ * they met (a broken ring to -EPROTO, UVN_VQ_E_NOMEM to -ENOMEM, ...). The
+ * two ranges are disjoint: errno values lie in 1..4095, these above
+ * UVN_VQ_ERR_BASE, so an int that may hold either (a caller's own error
+ * path) still says which it is.
+ *
+ * Errors raised by the device half on driver input, and by the driver half
+ * on device input, mark the queue broken (every later call fails with the
+ * same error) and are counted in uvn_vq_stats::err. The caller's errors
+ * (INVAL, NOSPC, NOMEM, IOV_FULL) are neither.
  */
+#define UVN_VQ_ERR_BASE 4096
+
 enum uvn_vq_err {
 	UVN_VQ_OK = 0,
-	UVN_VQ_E_HEAD_RANGE,       /**< head index >= queue size */
+	/** head index (packed: buffer id) >= queue size */
+	UVN_VQ_E_HEAD_RANGE = UVN_VQ_ERR_BASE + 1,
 	UVN_VQ_E_NEXT_RANGE,       /**< next index >= queue size (or table size) */
 	UVN_VQ_E_LOOP,             /**< chain longer than the ring or table: a loop */
 	UVN_VQ_E_INDIRECT_LEN,     /**< indirect table length 0, not a multiple of 16 or too long */
@@ -68,8 +81,18 @@ enum uvn_vq_err {
 	                                gave (the backend restarted and the frontend lost it) */
 	UVN_VQ_E_INVAL,            /**< bad argument from the caller (not counted, queue not broken) */
 	UVN_VQ_E_NOSPC,            /**< not enough free descriptors (not counted, queue not broken) */
-	UVN_VQ_E__COUNT
+	UVN_VQ_E_NOMEM,            /**< out of memory (not counted, queue not broken) */
+	UVN_VQ_E__END,
+	/** Slots these take in uvn_vq_stats::err, slot 0 (UVN_VQ_OK) included. */
+	UVN_VQ_E__COUNT = UVN_VQ_E__END - UVN_VQ_ERR_BASE
 };
+
+/**
+ * The uvn_vq_stats::err slot of error @p e (UVN_VQ_E_..., positive): the
+ * slots keep their numbers (HEAD_RANGE is 1, ..., BASE is 19) whatever the
+ * base; new kinds take new slots at the end.
+ */
+#define UVN_VQ_ERR_SLOT(e) ((e) - UVN_VQ_ERR_BASE)
 
 /**
  * Slots of uvn_vq_stats::err: fixed, so that adding an error kind does not
@@ -77,7 +100,7 @@ enum uvn_vq_err {
  */
 #define UVN_VQ_ERR_SLOTS 32
 
-/** @return a short static description of @p err (either sign). */
+/** @return a short static description of @p err, a UVN_VQ_E_ value of either sign. */
 const char *uvn_vq_strerror(int err);
 
 /**
@@ -93,8 +116,10 @@ struct uvn_vq_stats {
 	uint64_t indirect;          /**< chains that went through an indirect table */
 	uint64_t notify;            /**< notifications the peer asked for (kick or call needed) */
 	uint64_t notify_suppressed; /**< notifications the peer's event suppression spared */
-	uint64_t err[UVN_VQ_ERR_SLOTS]; /**< peer violations by kind: err[UVN_VQ_E_...]
-	                                     (index 0 and those past UVN_VQ_E__COUNT unused) */
+	uint64_t err[UVN_VQ_ERR_SLOTS]; /**< peer violations by kind:
+	                                     err[UVN_VQ_ERR_SLOT(UVN_VQ_E_...)]; slot 0, the
+	                                     slots of the caller's errors and those past
+	                                     UVN_VQ_E__COUNT stay 0 */
 };
 
 /** One row of a statistics description table: a counter's name and offset. */
@@ -167,7 +192,8 @@ struct uvn_vq_drv;
 
 /**
  * Create a driver half; zeroes the ring memory.
- * @return 0 and the queue in @p out, or a negative error.
+ * @return 0 and the queue in @p out, -UVN_VQ_E_INVAL for a bad
+ *         configuration, or -UVN_VQ_E_NOMEM
  */
 int uvn_vq_drv_create(const struct uvn_vq_drv_cfg *cfg, struct uvn_vq_drv **out);
 
@@ -307,7 +333,11 @@ struct uvn_vq_chain {
 
 struct uvn_vq_dev;
 
-/** Create a device half. @return 0 and the queue in @p out, or a negative error. */
+/**
+ * Create a device half.
+ * @return 0 and the queue in @p out, -UVN_VQ_E_INVAL for a bad
+ *         configuration, or -UVN_VQ_E_NOMEM
+ */
 int uvn_vq_dev_create(const struct uvn_vq_dev_cfg *cfg, struct uvn_vq_dev **out);
 
 /** Destroy a device half. */

@@ -28,7 +28,7 @@ int uvn_packed_drv_init(struct uvn_vq_drv *vq, void *ring)
 	vq->pk.pend_pos = calloc(1, uvn_pk_keep_bytes(vq->num));
 	vq->pk.pend_flags = calloc(vq->num, sizeof(uint16_t));
 	if (!vq->pk.pend_pos || !vq->pk.pend_flags)
-		return -UVN_VQ_E_NOSPC;
+		return -UVN_VQ_E_NOMEM;
 	uvn_pk_keep_init(vq);
 	for (unsigned i = 0; i < vq->num; i++)
 		vq->next[i] = (uint16_t)(i + 1);

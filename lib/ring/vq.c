@@ -12,42 +12,50 @@
 
 #define CACHE_LINE 64
 
+/* By slot (UVN_VQ_ERR_SLOT()); OK is slot 0. */
+#define E(e) [UVN_VQ_ERR_SLOT(e)]
 static const char *const errstr[UVN_VQ_E__COUNT] = {
-	[UVN_VQ_OK] = "ok",
-	[UVN_VQ_E_HEAD_RANGE] = "head index out of range",
-	[UVN_VQ_E_NEXT_RANGE] = "next index out of range",
-	[UVN_VQ_E_LOOP] = "descriptor chain longer than the ring (loop)",
-	[UVN_VQ_E_INDIRECT_LEN] = "indirect table length invalid",
-	[UVN_VQ_E_INDIRECT_MAP] = "indirect table not in mapped memory",
-	[UVN_VQ_E_INDIRECT_NESTED] = "nested indirect descriptor",
-	[UVN_VQ_E_INDIRECT_NEXT] = "INDIRECT together with NEXT",
-	[UVN_VQ_E_WRITE_ORDER] = "readable descriptor after a writable one",
-	[UVN_VQ_E_UNMAPPED] = "buffer not in mapped memory",
-	[UVN_VQ_E_LEN_OVERFLOW] = "chain length overflows 32 bits",
-	[UVN_VQ_E_ZERO_LEN] = "zero-length descriptor",
-	[UVN_VQ_E_AVAIL_IDX] = "avail index moved by more than the queue size",
-	[UVN_VQ_E_IOV_FULL] = "chain has more segments than the iovec array",
-	[UVN_VQ_E_INDIRECT_FEATURE] = "indirect descriptor without INDIRECT_DESC",
-	[UVN_VQ_E_USED_ID] = "used id not in flight",
-	[UVN_VQ_E_USED_LEN] = "used length larger than the buffer",
-	[UVN_VQ_E_USED_IDX] = "used index moved past the buffers in flight",
-	[UVN_VQ_E_OVERRUN] = "more ring slots available than the ring has",
-	[UVN_VQ_E_BASE] = "packed ring not at the base the frontend gave (backend restarted?)",
-	[UVN_VQ_E_INVAL] = "invalid argument",
-	[UVN_VQ_E_NOSPC] = "no free descriptors",
+	[0] = "ok",
+	E(UVN_VQ_E_HEAD_RANGE) = "head index out of range",
+	E(UVN_VQ_E_NEXT_RANGE) = "next index out of range",
+	E(UVN_VQ_E_LOOP) = "descriptor chain longer than the ring (loop)",
+	E(UVN_VQ_E_INDIRECT_LEN) = "indirect table length invalid",
+	E(UVN_VQ_E_INDIRECT_MAP) = "indirect table not in mapped memory",
+	E(UVN_VQ_E_INDIRECT_NESTED) = "nested indirect descriptor",
+	E(UVN_VQ_E_INDIRECT_NEXT) = "INDIRECT together with NEXT",
+	E(UVN_VQ_E_WRITE_ORDER) = "readable descriptor after a writable one",
+	E(UVN_VQ_E_UNMAPPED) = "buffer not in mapped memory",
+	E(UVN_VQ_E_LEN_OVERFLOW) = "chain length overflows 32 bits",
+	E(UVN_VQ_E_ZERO_LEN) = "zero-length descriptor",
+	E(UVN_VQ_E_AVAIL_IDX) = "avail index moved by more than the queue size",
+	E(UVN_VQ_E_IOV_FULL) = "chain needs more iovecs than the caller's array holds",
+	E(UVN_VQ_E_INDIRECT_FEATURE) = "indirect descriptor without INDIRECT_DESC",
+	E(UVN_VQ_E_USED_ID) = "used id not in flight",
+	E(UVN_VQ_E_USED_LEN) = "used length larger than the buffer",
+	E(UVN_VQ_E_USED_IDX) = "used index moved past the buffers in flight",
+	E(UVN_VQ_E_OVERRUN) = "more ring slots available than the ring has",
+	E(UVN_VQ_E_BASE) = "packed ring not at the base the frontend gave (backend restarted?)",
+	E(UVN_VQ_E_INVAL) = "invalid argument",
+	E(UVN_VQ_E_NOSPC) = "no free descriptors",
+	E(UVN_VQ_E_NOMEM) = "out of memory",
 };
+
+#undef E
 
 const char *uvn_vq_strerror(int err)
 {
 	if (err < 0)
 		err = -err;
-	if (err >= UVN_VQ_E__COUNT)
+	if (err == UVN_VQ_OK)
+		return errstr[0];
+	if (err <= UVN_VQ_ERR_BASE || err >= UVN_VQ_E__END)
 		return "unknown virtqueue error";
-	return errstr[err];
+	return errstr[UVN_VQ_ERR_SLOT(err)];
 }
 
 #define STAT(f) { #f, offsetof(struct uvn_vq_stats, f) }
-#define ERRSTAT(e, n) { "err_" n, offsetof(struct uvn_vq_stats, err) + (e) * sizeof(uint64_t) }
+#define ERRSTAT(e, n) \
+	{ "err_" n, offsetof(struct uvn_vq_stats, err) + UVN_VQ_ERR_SLOT(e) * sizeof(uint64_t) }
 const struct uvn_stat_desc uvn_vq_stats_desc[] = {
 	STAT(bufs),
 	STAT(used),
@@ -110,7 +118,7 @@ int uvn_vq_drv_fail(struct uvn_vq_drv *vq, int code)
 {
 	if (!vq->err) {
 		vq->err = -code;
-		uvn_stat_inc(&vq->st.err[code]);
+		uvn_stat_inc(&vq->st.err[UVN_VQ_ERR_SLOT(code)]);
 	}
 	return vq->err;
 }
@@ -119,7 +127,7 @@ int uvn_vq_dev_fail(struct uvn_vq_dev *vq, int code)
 {
 	if (!vq->err) {
 		vq->err = -code;
-		uvn_stat_inc(&vq->st.err[code]);
+		uvn_stat_inc(&vq->st.err[UVN_VQ_ERR_SLOT(code)]);
 	}
 	return vq->err;
 }
@@ -140,7 +148,7 @@ int uvn_vq_drv_create(const struct uvn_vq_drv_cfg *cfg, struct uvn_vq_drv **out)
 		return ret;
 	vq = calloc(1, sizeof(*vq));
 	if (!vq)
-		return -UVN_VQ_E_NOSPC;
+		return -UVN_VQ_E_NOMEM;
 	vq->packed = packed;
 	vq->num = (uint16_t)cfg->num; /* 32768 fits */
 	vq->event_idx = uvn_has_feature(cfg->features, VIRTIO_RING_F_EVENT_IDX);
@@ -153,6 +161,7 @@ int uvn_vq_drv_create(const struct uvn_vq_drv_cfg *cfg, struct uvn_vq_drv **out)
 	vq->state = calloc(cfg->num, sizeof(*vq->state));
 	vq->next = calloc(cfg->num, sizeof(*vq->next));
 	vq->order = calloc(cfg->num, sizeof(*vq->order));
+	ret = -UVN_VQ_E_NOMEM;
 	if (!vq->state || !vq->next || !vq->order)
 		goto fail;
 	memset(cfg->ring, 0, lay.size);
@@ -163,7 +172,7 @@ int uvn_vq_drv_create(const struct uvn_vq_drv_cfg *cfg, struct uvn_vq_drv **out)
 	return 0;
 fail:
 	uvn_vq_drv_destroy(vq);
-	return -UVN_VQ_E_NOSPC;
+	return ret;
 }
 
 void uvn_vq_drv_destroy(struct uvn_vq_drv *vq)
@@ -369,7 +378,7 @@ int uvn_vq_dev_create(const struct uvn_vq_dev_cfg *cfg, struct uvn_vq_dev **out)
 		return -UVN_VQ_E_INVAL;
 	vq = calloc(1, sizeof(*vq));
 	if (!vq)
-		return -UVN_VQ_E_NOSPC;
+		return -UVN_VQ_E_NOMEM;
 	vq->packed = packed;
 	vq->num = (uint16_t)cfg->num;
 	vq->event_idx = uvn_has_feature(cfg->features, VIRTIO_RING_F_EVENT_IDX);

@@ -34,6 +34,12 @@ SAME_SIZE(uvn_stat_desc, 16);
 
 _Static_assert(UVN_VQ_E__COUNT <= UVN_VQ_ERR_SLOTS,
 	       "a new error kind needs a slot of uvn_vq_stats::err: raise UVN_VQ_ERR_SLOTS (an ABI change)");
+/* Ring errors and -errno values never meet (virtqueue.h). */
+_Static_assert(UVN_VQ_ERR_BASE > 4095 && UVN_VQ_E_HEAD_RANGE > UVN_VQ_ERR_BASE,
+	       "ring errors must stay above the errno range (MAX_ERRNO 4095)");
+/* Slots keep their numbers: the first and last of release 0 where they were. */
+_Static_assert(UVN_VQ_ERR_SLOT(UVN_VQ_E_HEAD_RANGE) == 1 && UVN_VQ_ERR_SLOT(UVN_VQ_E_BASE) == 19,
+	       "uvn_vq_stats::err slots moved: an ABI change");
 
 const char *uvn_version(void)
 {

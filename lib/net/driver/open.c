@@ -80,7 +80,7 @@ int drv_ring_create(struct uvn_drv *d, struct drv_ring *r, unsigned idx, bool fd
 	}
 	ret = uvn_vq_drv_create(&vc, &r->vq);
 	if (ret)
-		return ret == -UVN_VQ_E_NOSPC ? -ENOMEM : -EINVAL;
+		return ret == -UVN_VQ_E_NOMEM ? -ENOMEM : -EINVAL;
 	/* A packed ring's chains are laid out again after a backend restart,
 	 * from copies kept from the start (nothing is in flight yet). */
 	if (d->cfg.reconnect && d->cfg.ring == UVN_RING_PACKED && uvn_packed_drv_keep(r->vq))

@@ -480,7 +480,7 @@ static void test_backend_corrupts_ring(void **state)
 		assert_true(now_ms() < end);
 	assert_int_equal(r, -EPROTO);
 	assert_int_equal(uvn_tx_burst(l.d, 0, pkts, 0), -EPROTO);
-	assert_int_equal(uvn_drv_vq_stats(l.d, 0)->err[UVN_VQ_E_USED_ID], 1);
+	assert_int_equal(uvn_drv_vq_stats(l.d, 0)->err[UVN_VQ_ERR_SLOT(UVN_VQ_E_USED_ID)], 1);
 	live_close(&l);
 }
 

@@ -642,7 +642,7 @@ static void test_ctrl_overrun_breaks_queue(void **state)
 	assert_int_equal(uvn_netdev_ctrl(&q, set_pairs, NULL), 4);
 	assert_true(q.broken);
 	assert_int_equal(q.ring_err, -UVN_VQ_E_OVERRUN);
-	assert_int_equal(uvn_vq_dev_stats(ring.dev)->err[UVN_VQ_E_OVERRUN], 1);
+	assert_int_equal(uvn_vq_dev_stats(ring.dev)->err[UVN_VQ_ERR_SLOT(UVN_VQ_E_OVERRUN)], 1);
 	assert_true((uvn_vq_dev_used_state(ring.dev) & 0x7fff) < 4);
 	tq_teardown(&ring);
 }

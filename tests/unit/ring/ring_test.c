@@ -346,7 +346,7 @@ void pk_chain_raw(struct tq *q, struct pkdrv *d, const struct tdesc *ds, unsigne
 static void expect_counted_once(const struct uvn_vq_stats *st, int code)
 {
 	for (int k = 1; k < UVN_VQ_E__COUNT; k++)
-		assert_int_equal(st->err[k], k == code ? 1 : 0);
+		assert_int_equal(st->err[k], k == UVN_VQ_ERR_SLOT(code) ? 1 : 0);
 }
 
 void expect_dev_broken(struct tq *q, int code)

@@ -484,7 +484,7 @@ static void hostile_claims_more_than_available(void **state)
 		assert_int_equal(uvn_vq_dev_pop(dev, &ch, iov, 2), 1);
 	/* 4 claimed, 3 made available: last_avail is past avail->idx */
 	assert_int_equal(uvn_vq_dev_pop(dev, &ch, iov, 2), -UVN_VQ_E_AVAIL_IDX);
-	assert_int_equal(uvn_vq_dev_stats(dev)->err[UVN_VQ_E_AVAIL_IDX], 1);
+	assert_int_equal(uvn_vq_dev_stats(dev)->err[UVN_VQ_ERR_SLOT(UVN_VQ_E_AVAIL_IDX)], 1);
 	uvn_vq_dev_inflight_detach(dev);
 	uvn_vq_dev_destroy(dev);
 	h_teardown(&h);

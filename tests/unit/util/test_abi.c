@@ -84,10 +84,28 @@ static void test_driver(void **state)
 	assert_int_not_equal(uvn_drv_open(&c, &d), -EINVAL);
 }
 
+/* Ring error values are compiled into programs: they stay what they are,
+ * above every errno value, with their stats slots where they were. */
+static void test_vq_errors(void **state)
+{
+	(void)state;
+	assert_int_equal(UVN_VQ_ERR_BASE, 4096);
+	assert_int_equal(UVN_VQ_E_HEAD_RANGE, 4097);
+	assert_int_equal(UVN_VQ_E_IOV_FULL, 4109);
+	assert_int_equal(UVN_VQ_E_BASE, 4115);
+	assert_int_equal(UVN_VQ_E_INVAL, 4116);
+	assert_int_equal(UVN_VQ_E_NOSPC, 4117);
+	assert_int_equal(UVN_VQ_E_NOMEM, 4118);
+	assert_int_equal(UVN_VQ_ERR_SLOT(UVN_VQ_E_HEAD_RANGE), 1);
+	assert_int_equal(UVN_VQ_ERR_SLOT(UVN_VQ_E_BASE), 19);
+	assert_int_equal(UVN_VQ_E__COUNT, 23);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vq),
+		cmocka_unit_test(test_vq_errors),
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_driver),
 	};
