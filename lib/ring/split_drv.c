@@ -338,22 +338,27 @@ static unsigned reclaim_in_order(struct uvn_vq_drv *vq, void **tokens, unsigned 
 }
 
 /*
- * @return chains reclaimed, 0 if none is done, a broken queue's error, or
- *         UVN_SPLIT_READ_ENTRIES: the next one needs its used entry read
- *         (uvn_split_drv_get_used()).
+ * @return chains reclaimed, 0 if none is done, or a broken queue's error,
+ *         with *@read_entries false; or 0 with *@read_entries true: the
+ *         next chain needs its used entry read (uvn_split_drv_get_used()).
  */
-int uvn_split_drv_reclaim_in_order(struct uvn_vq_drv *vq, void **tokens, unsigned max)
+int uvn_split_drv_reclaim_in_order(struct uvn_vq_drv *vq, void **tokens, unsigned max,
+				   bool *read_entries)
 {
 	int n;
 
+	*read_entries = false;
 	/* A batch entry already read is finished by get_in_order(). */
-	if (vq->in_batch)
-		return UVN_SPLIT_READ_ENTRIES;
+	if (vq->in_batch) {
+		*read_entries = true;
+		return 0;
+	}
 	n = used_pending(vq);
 	if (n <= 0)
 		return n;
 	n = (int)reclaim_in_order(vq, tokens, max);
-	return n ? n : UVN_SPLIT_READ_ENTRIES;
+	*read_entries = n == 0;
+	return n;
 }
 
 bool uvn_split_drv_has_used(struct uvn_vq_drv *vq)

@@ -274,8 +274,10 @@ int uvn_vq_drv_reclaim(struct uvn_vq_drv *vq, void **tokens, unsigned max)
 	if (UVN_UNLIKELY(vq->err))
 		return vq->err;
 	if (!vq->packed && vq->in_order) {
-		n = uvn_split_drv_reclaim_in_order(vq, tokens, max);
-		if (n != UVN_SPLIT_READ_ENTRIES)
+		bool read_entries;
+
+		n = uvn_split_drv_reclaim_in_order(vq, tokens, max, &read_entries);
+		if (!read_entries)
 			return n;
 	}
 	n = uvn_vq_drv_get_used(vq, done, max < 32 ? max : 32);

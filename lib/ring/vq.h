@@ -200,8 +200,8 @@ bool uvn_split_drv_kick_prepare(struct uvn_vq_drv *vq);
 void uvn_split_drv_publish(struct uvn_vq_drv *vq);
 int uvn_split_drv_add_one(struct uvn_vq_drv *vq, uint64_t addr, uint32_t len, bool writable,
 			  void *token);
-#define UVN_SPLIT_READ_ENTRIES (-1000) /* not a UVN_VQ_E_ code */
-int uvn_split_drv_reclaim_in_order(struct uvn_vq_drv *vq, void **tokens, unsigned max);
+int uvn_split_drv_reclaim_in_order(struct uvn_vq_drv *vq, void **tokens, unsigned max,
+				   bool *read_entries);
 int uvn_split_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned max);
 bool uvn_split_drv_has_used(struct uvn_vq_drv *vq);
 void uvn_split_drv_disable_cb(struct uvn_vq_drv *vq);
