@@ -70,7 +70,9 @@ enum uvn_vq_err {
 	UVN_VQ_E_LEN_OVERFLOW,     /**< chain length overflows 32 bits */
 	UVN_VQ_E_ZERO_LEN,         /**< zero-length descriptor */
 	UVN_VQ_E_AVAIL_IDX,        /**< avail index moved by more than the queue size */
-	UVN_VQ_E_IOV_FULL,         /**< chain needs more iovecs than the caller's array holds */
+	UVN_VQ_E_IOV_FULL,         /**< device half: a legal chain needs more iovecs than the
+	                                caller's array holds (not counted, queue not broken, the
+	                                chain not taken: see uvn_vq_dev_pop()) */
 	UVN_VQ_E_INDIRECT_FEATURE, /**< INDIRECT used but VIRTIO_RING_F_INDIRECT_DESC not negotiated */
 	UVN_VQ_E_USED_ID,          /**< driver half: device returned an id that is not in flight */
 	UVN_VQ_E_USED_LEN,         /**< driver half: used length larger than the writable buffer */
@@ -360,8 +362,18 @@ int uvn_vq_dev_avail(struct uvn_vq_dev *vq);
 /**
  * Pop the next available chain, translating its buffers into @p iov
  * (readable first, then writable).
- * @return 1 and the chain in @p ch, 0 if none is available, or a negative
- *         error (the queue is then broken)
+ *
+ * A chain that is legal but needs more than @p iov_max iovecs is not
+ * taken: the pop returns -UVN_VQ_E_IOV_FULL, the queue is not broken and
+ * @p ch says what the chain needs (nout + nin iovecs, saturated at
+ * UINT16_MAX; id, ndesc and lengths as a pop would give them). Pop again
+ * with a larger array, or drop the chain: pop it with @p iov NULL and
+ * @p iov_max 0, which checks and takes a chain without translating its
+ * buffers into iovecs (@p ch as above), then push it with length 0. A
+ * chain longer than the ring is still a loop (UVN_VQ_E_LOOP).
+ *
+ * @return 1 and the chain in @p ch, 0 if none is available,
+ *         -UVN_VQ_E_IOV_FULL, or the error that broke the queue
  */
 int uvn_vq_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec *iov,
 		   unsigned iov_max);

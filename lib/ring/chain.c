@@ -13,19 +13,32 @@ void uvn_chain_begin(struct uvn_chain_walk *w, struct uvn_vq_dev *vq, struct iov
 	w->vq = vq;
 	w->iov = iov;
 	/* The chain reports its iovec counts in 16 bits. */
-	w->iov_max = iov_max < UINT16_MAX ? iov_max : UINT16_MAX;
+	w->iov_max = !iov ? 0 : iov_max < UINT16_MAX ? iov_max : UINT16_MAX;
 	w->niov = 0;
 	w->nout = 0;
 	w->out_len = 0;
 	w->in_len = 0;
 }
 
-void uvn_chain_end(const struct uvn_chain_walk *w, struct uvn_vq_chain *ch)
+static uint16_t sat16(unsigned v)
 {
-	ch->nout = (uint16_t)w->nout;
-	ch->nin = (uint16_t)(w->niov - w->nout);
+	return v < UINT16_MAX ? (uint16_t)v : UINT16_MAX;
+}
+
+bool uvn_chain_end(const struct uvn_chain_walk *w, struct uvn_vq_chain *ch)
+{
+	ch->nout = sat16(w->nout);
+	ch->nin = sat16(w->niov - w->nout);
 	ch->out_len = (uint32_t)w->out_len;
 	ch->in_len = (uint32_t)w->in_len;
+	return UVN_UNLIKELY(w->niov > w->iov_max) && w->iov;
+}
+
+int uvn_chain_iov_full(struct uvn_vq_chain *ch, uint16_t id, unsigned ndesc)
+{
+	ch->id = id;
+	ch->ndesc = (uint16_t)ndesc;
+	return -UVN_VQ_E_IOV_FULL;
 }
 
 int uvn_chain_add(struct uvn_chain_walk *w, const struct uvn_desc *d)
@@ -47,15 +60,16 @@ int uvn_chain_add(struct uvn_chain_walk *w, const struct uvn_desc *d)
 		uint64_t n = left;
 		void *p;
 
-		if (UVN_UNLIKELY(w->niov == w->iov_max))
-			return UVN_VQ_E_IOV_FULL;
 		p = w->vq->xlate(w->vq->xlate_ctx, addr, &n);
 		if (UVN_UNLIKELY(!p || n == 0))
 			return UVN_VQ_E_UNMAPPED;
 		if (n > left)
 			n = left;
-		w->iov[w->niov].iov_base = p;
-		w->iov[w->niov].iov_len = n;
+		/* Past the caller's array: counted, the chain checked on. */
+		if (UVN_LIKELY(w->niov < w->iov_max)) {
+			w->iov[w->niov].iov_base = p;
+			w->iov[w->niov].iov_len = n;
+		}
 		w->niov++;
 		addr += n;
 		left -= n;

@@ -176,7 +176,8 @@ static int repop(struct uvn_vq_dev *vq, struct uvn_inflight *t, uint16_t head,
 		return uvn_vq_dev_fail(vq, ret);
 	if (UVN_UNLIKELY(vq->held + h->num > vq->num))
 		return uvn_vq_dev_fail(vq, UVN_VQ_E_OVERRUN);
-	uvn_chain_end(&w, ch);
+	if (UVN_UNLIKELY(uvn_chain_end(&w, ch)))
+		return uvn_chain_iov_full(ch, h->id, h->num);
 	vq->held = (uint16_t)(vq->held + h->num);
 	ch->id = h->id;
 	ch->ndesc = h->num;

@@ -75,6 +75,17 @@ static int walk(struct uvn_vq_dev *vq, struct uvn_desc *d, uint16_t *pos, bool *
 	}
 }
 
+/* A chain that did not fit the caller's array, checked like one taken. */
+static __attribute__((noinline, cold)) int iov_full(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch,
+						    uint16_t id, unsigned steps)
+{
+	if (UVN_UNLIKELY(id >= vq->num))
+		return uvn_vq_dev_fail(vq, UVN_VQ_E_HEAD_RANGE);
+	if (UVN_UNLIKELY(vq->held + steps > vq->num)) /* see vq.h */
+		return uvn_vq_dev_fail(vq, UVN_VQ_E_OVERRUN);
+	return uvn_chain_iov_full(ch, id, steps);
+}
+
 static inline __attribute__((always_inline)) int pop_ring(struct uvn_vq_dev *vq,
 							  struct uvn_vq_chain *ch,
 							  struct iovec *iov, unsigned iov_max)
@@ -105,7 +116,8 @@ static inline __attribute__((always_inline)) int pop_ring(struct uvn_vq_dev *vq,
 	ret = walk(vq, &d, &pos, &wrap, &w, &steps, &id);
 	if (UVN_UNLIKELY(ret))
 		return uvn_vq_dev_fail(vq, ret);
-	uvn_chain_end(&w, ch);
+	if (UVN_UNLIKELY(uvn_chain_end(&w, ch)))
+		return iov_full(vq, ch, id, steps);
 done:
 	/* Ids index the driver's bookkeeping; every known driver keeps them
 	 * below the queue size and the used side relies on it. */

@@ -68,8 +68,18 @@ static int walk(struct uvn_vq_dev *vq, struct uvn_desc *d, struct uvn_chain_walk
 	return 0;
 }
 
+/* A chain that did not fit the caller's array, checked like one taken. */
+static __attribute__((noinline, cold)) int iov_full(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch,
+						    uint16_t head, unsigned ndesc)
+{
+	if (UVN_UNLIKELY(vq->held >= vq->num)) /* see vq.h */
+		return uvn_vq_dev_fail(vq, UVN_VQ_E_OVERRUN);
+	return uvn_chain_iov_full(ch, head, ndesc);
+}
+
 /* Pop the chain at @head (read from the avail ring or the in-flight
- * slice). @return 1, or an error (queue broken). */
+ * slice). @return 1, -UVN_VQ_E_IOV_FULL (nothing taken), or an error
+ * (queue broken). */
 static inline __attribute__((always_inline)) int pop_head(struct uvn_vq_dev *vq, uint16_t head,
 							  struct uvn_vq_chain *ch, struct iovec *iov,
 							  unsigned iov_max)
@@ -95,7 +105,8 @@ static inline __attribute__((always_inline)) int pop_head(struct uvn_vq_dev *vq,
 	ret = walk(vq, &d, &w, &ndesc);
 	if (UVN_UNLIKELY(ret))
 		return uvn_vq_dev_fail(vq, ret);
-	uvn_chain_end(&w, ch);
+	if (UVN_UNLIKELY(uvn_chain_end(&w, ch)))
+		return iov_full(vq, ch, head, ndesc);
 done:
 	if (UVN_UNLIKELY(vq->held >= vq->num)) /* see vq.h */
 		return uvn_vq_dev_fail(vq, UVN_VQ_E_OVERRUN);

@@ -140,12 +140,17 @@ struct uvn_vq_dev {
 int uvn_vq_drv_fail(struct uvn_vq_drv *vq, int code);
 int uvn_vq_dev_fail(struct uvn_vq_dev *vq, int code);
 
-/* Device side: accumulate one chain's descriptors into iovecs (chain.c). */
+/*
+ * Device side: accumulate one chain's descriptors into iovecs (chain.c).
+ * Past iov_max the walk goes on counting the iovecs without storing them,
+ * so that a chain too long for the caller's array is still checked whole:
+ * it is IOV_FULL only if it is otherwise legal.
+ */
 struct uvn_chain_walk {
 	struct uvn_vq_dev *vq;
-	struct iovec *iov;
+	struct iovec *iov;   /* NULL: count only (a pop that drops the chain) */
 	unsigned iov_max;
-	unsigned niov;
+	unsigned niov;       /* iovecs the chain needs so far (stored: up to iov_max) */
 	unsigned nout;
 	uint64_t out_len, in_len;
 };
@@ -156,14 +161,17 @@ void uvn_chain_begin(struct uvn_chain_walk *w, struct uvn_vq_dev *vq, struct iov
 int uvn_chain_add(struct uvn_chain_walk *w, const struct uvn_desc *d);
 /* Walk the indirect table @d points to. @return 0 or a positive error code. */
 int uvn_chain_indirect(struct uvn_chain_walk *w, const struct uvn_desc *d);
-/* Fill @ch from the walk. */
-void uvn_chain_end(const struct uvn_chain_walk *w, struct uvn_vq_chain *ch);
+/* Fill @ch from the walk. @return true if the chain did not fit the
+ * caller's array (its counts in @ch are then what it needs). */
+bool uvn_chain_end(const struct uvn_chain_walk *w, struct uvn_vq_chain *ch);
+/* A pop whose chain did not fit: checks done, nothing taken. */
+int uvn_chain_iov_full(struct uvn_vq_chain *ch, uint16_t id, unsigned ndesc);
 
 /*
  * The common case on the device side: a chain of one descriptor (no NEXT,
  * no INDIRECT) that lies in one mapping piece. Fills iov[0] and @ch.
- * @return 0 done, -1 when the general walk must do it (the buffer spans
- * mapping pieces), or a positive error code.
+ * @return 0 done, -1 when the general walk must do it (no iovec to fill,
+ * or the buffer spans mapping pieces), or a positive error code.
  */
 static inline int uvn_chain_single(struct uvn_vq_dev *vq, const struct uvn_desc *d,
 				   struct iovec *iov, unsigned iov_max, struct uvn_vq_chain *ch)
@@ -174,8 +182,8 @@ static inline int uvn_chain_single(struct uvn_vq_dev *vq, const struct uvn_desc 
 
 	if (UVN_UNLIKELY(d->len == 0))
 		return UVN_VQ_E_ZERO_LEN;
-	if (UVN_UNLIKELY(iov_max == 0))
-		return UVN_VQ_E_IOV_FULL;
+	if (UVN_UNLIKELY(iov_max == 0)) /* iov NULL comes with 0 (a drop) */
+		return -1; /* the walk counts what the chain needs */
 	if (UVN_UNLIKELY(d->addr + d->len < d->addr))
 		return UVN_VQ_E_UNMAPPED;
 	p = vq->xlate(vq->xlate_ctx, d->addr, &n);

@@ -444,6 +444,49 @@ void run_bad_ring(void **state)
 	tq_teardown(&q);
 }
 
+void expect_iov_full(struct tq *q, unsigned iov_max, unsigned need)
+{
+	const struct uvn_vq_stats *st = uvn_vq_dev_stats(q->dev);
+	struct uvn_vq_chain ch, again;
+	uint64_t bufs = st->bufs;
+	struct iovec iov[64];
+
+	assert_true(iov_max < need && need <= 64);
+	assert_int_equal(uvn_vq_dev_pop(q->dev, &ch, iov, iov_max), -UVN_VQ_E_IOV_FULL);
+	assert_int_equal(ch.nout + ch.nin, need);
+	assert_int_equal(uvn_vq_dev_error(q->dev), 0);
+	expect_counted_once(st, 0);
+	assert_int_equal(st->bufs, bufs);
+	/* Not taken: the same answer again, then the whole chain with room. */
+	assert_int_equal(uvn_vq_dev_pop(q->dev, &again, iov, iov_max), -UVN_VQ_E_IOV_FULL);
+	assert_memory_equal(&again, &ch, sizeof(ch));
+	assert_int_equal(uvn_vq_dev_pop(q->dev, &again, iov, need), 1);
+	assert_memory_equal(&again, &ch, sizeof(ch));
+	assert_int_equal(st->bufs, bufs + 1);
+	/* Given back, then dropped: taken without iovecs, returned empty. */
+	uvn_vq_dev_unpop(q->dev, &again);
+	memset(iov, 0, sizeof(iov));
+	assert_int_equal(uvn_vq_dev_pop(q->dev, &again, NULL, 0), 1);
+	assert_memory_equal(&again, &ch, sizeof(ch));
+	uvn_vq_dev_push(q->dev, &again, 0);
+	uvn_vq_dev_flush(q->dev);
+	assert_int_equal(uvn_vq_dev_pop(q->dev, &again, iov, need), 0);
+	assert_int_equal(uvn_vq_dev_error(q->dev), 0);
+	expect_counted_once(st, 0);
+	assert_int_equal(st->used, 1);
+}
+
+void run_iov_full(void **state)
+{
+	const struct iov_full_case *r = *state;
+	struct tq q;
+
+	tq_setup(&q, r->num, r->features, TQ_DEV);
+	r->write(&q);
+	expect_iov_full(&q, r->iov_max, r->need);
+	tq_teardown(&q);
+}
+
 int run_test_tables(const struct CMUnitTest *plain, unsigned nplain,
 		    const struct test_table *tables, unsigned ntables)
 {

@@ -196,6 +196,29 @@ struct bad_ring {
 void run_bad_ring(void **state);
 
 /*
+ * A legal chain too long for the caller's iovec array: a device half of a
+ * queue with @features pops what @write laid out with @iov_max iovecs and
+ * gets -UVN_VQ_E_IOV_FULL and the @need iovecs the chain needs; the queue
+ * is not broken, nothing is counted, the chain is still there: popped with
+ * @need iovecs it comes whole, and popped without iovecs (a drop) it is
+ * taken all the same (expect_iov_full()).
+ */
+struct iov_full_case {
+	const char *name;
+	unsigned num;
+	uint64_t features;
+	void (*write)(struct tq *q);
+	unsigned iov_max; /* iovecs the first pop gets */
+	unsigned need;    /* iovecs the chain needs */
+};
+
+#define IOV_FULL(write, num, features, iov_max, need) \
+	{ #write, num, features, write, iov_max, need }
+
+void expect_iov_full(struct tq *q, unsigned iov_max, unsigned need);
+void run_iov_full(void **state);
+
+/*
  * Tests as tables: each row of @rows (an array of structs whose first
  * member is the test's name) is one cmocka test, @fn with the row as its
  * state. run_test_tables() runs the plain tests, then every table's rows.

@@ -437,6 +437,40 @@ static void resubmits_in_pop_order(void **state)
 	h_teardown(&h);
 }
 
+/* A chain too long for the caller's array, resubmitted or new from the
+ * ring: not taken, not marked, popped again whole; dropped (no iovecs), a
+ * new one is marked like any. */
+static void iov_full_neither_taken_nor_marked(void **state)
+{
+	struct hostile h;
+	struct uvn_vq_dev *dev;
+	struct uvn_vq_chain ch;
+	struct iovec iov[2];
+
+	(void)state;
+	h_setup(&h);
+	dev = h_dev(&h);
+	assert_int_equal(uvn_vq_dev_inflight_attach(dev, h.r, h.rlen), 0);
+	assert_int_equal(uvn_vq_dev_pop(dev, &ch, iov, 0), -UVN_VQ_E_IOV_FULL);
+	assert_int_equal(ch.id, 2);
+	assert_int_equal(uvn_vq_dev_inflight_pending(dev), 3);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(uvn_vq_dev_pop(dev, &ch, iov, 2), 1);
+		assert_int_equal(ch.id, i == 0 ? 2 : i == 1 ? 5 : 1);
+	}
+	sq_publish(&h.q, 7);
+	assert_int_equal(uvn_vq_dev_pop(dev, &ch, iov, 0), -UVN_VQ_E_IOV_FULL);
+	assert_int_equal(ch.id, 7);
+	assert_int_equal(reg(h.r)->desc[7].inflight, 0);
+	assert_int_equal(uvn_vq_dev_pop(dev, &ch, NULL, 0), 1);
+	assert_int_equal(ch.id, 7);
+	assert_int_equal(reg(h.r)->desc[7].inflight, 1);
+	assert_int_equal(uvn_vq_dev_error(dev), 0);
+	uvn_vq_dev_inflight_detach(dev);
+	uvn_vq_dev_destroy(dev);
+	h_teardown(&h);
+}
+
 /* A chain the caller never popped, with a head past the ring (a test
  * backend corrupting its used ring does this): the region stays untouched
  * (the slice is malloc'd to its exact size: ASan sees any write past it). */
@@ -497,6 +531,7 @@ int main(void)
 		cmocka_unit_test(crash_everywhere_in_order_batch),
 		cmocka_unit_test(crash_across_index_wrap),
 		cmocka_unit_test(resubmits_in_pop_order),
+		cmocka_unit_test(iov_full_neither_taken_nor_marked),
 		cmocka_unit_test(push_of_foreign_head_stays_in_region),
 		cmocka_unit_test(hostile_contents),
 		cmocka_unit_test(hostile_attach_args),

@@ -568,6 +568,42 @@ static void resubmits_in_pop_order(void **state)
 	f_teardown(&f);
 }
 
+/* A chain too long for the caller's array, resubmitted or new from the
+ * ring: not taken, popped again whole, the slice as without it. */
+static void iov_full_neither_taken_nor_marked(void **state)
+{
+	struct fixed f;
+	struct uvn_vq_dev *dev;
+	struct uvn_vq_chain ch;
+	struct iovec iov[4];
+	struct pkdrv d = { 4, true };
+	struct tdesc ds[2];
+
+	(void)state;
+	f_setup(&f, 2, true);
+	dev = fresh_dev(&f.q);
+	assert_int_equal(uvn_vq_dev_inflight_attach(dev, f.r, f.rlen), 0);
+	assert_int_equal(uvn_vq_dev_pop(dev, &ch, iov, 0), -UVN_VQ_E_IOV_FULL);
+	assert_int_equal(ch.id, 0);
+	assert_int_equal(uvn_vq_dev_inflight_pending(dev), 2);
+	expect_pop(dev, 0, 1);
+	expect_pop(dev, 2, 1);
+	ds[0] = (struct tdesc){ tbuf(&f.q, 32), 32, 0 };
+	ds[1] = (struct tdesc){ tbuf(&f.q, 32), 32, 0 };
+	pk_chain(&f.q, &d, ds, 2, 5);
+	assert_int_equal(uvn_vq_dev_pop(dev, &ch, iov, 1), -UVN_VQ_E_IOV_FULL);
+	assert_int_equal(ch.id, 5);
+	assert_int_equal(ch.ndesc, 2);
+	assert_int_equal(uvn_vq_dev_avail_state(dev), 4 | 1u << 15);
+	assert_int_equal(reg(f.r)->desc[1].inflight, 0);
+	expect_pop(dev, 5, 2);
+	assert_int_equal(reg(f.r)->desc[1].inflight, 1);
+	assert_int_equal(uvn_vq_dev_error(dev), 0);
+	uvn_vq_dev_inflight_detach(dev);
+	uvn_vq_dev_destroy(dev);
+	f_teardown(&f);
+}
+
 /* Chains given back newest first, across the ones popped again from the
  * slice and the ring's: the same three come again in the same order. */
 static void given_back_across_resubmits(void **state)
@@ -832,6 +868,7 @@ int main(void)
 		cmocka_unit_test(crash_everywhere_indirect),
 		cmocka_unit_test(crash_everywhere_in_order_batch),
 		cmocka_unit_test(resubmits_in_pop_order),
+		cmocka_unit_test(iov_full_neither_taken_nor_marked),
 		cmocka_unit_test(given_back_across_resubmits),
 		cmocka_unit_test(staged_elements_are_not_seen),
 		cmocka_unit_test(attach_args),

@@ -229,6 +229,40 @@ static void iov_too_small(struct tq *q)
 	pk_chain(q, &d, ds, 3, 0);
 }
 
+static void iov_none_for_one(struct tq *q)
+{
+	one_desc(q, tbuf(q, 8), 8, 0, 2);
+}
+
+static void iov_too_small_for_table(struct tq *q)
+{
+	uint64_t t = tm_alloc(&q->m, 64, 16), a = tbuf(q, 8);
+
+	for (unsigned i = 0; i < 4; i++)
+		pt_set(q, t, i, a, 8, i < 3 ? 0 : WRITE);
+	one_desc(q, t, 64, INDIRECT, 1);
+}
+
+static void iov_too_small_in_order(struct tq *q)
+{
+	iov_too_small(q);
+}
+
+/* Too long for the array, and malformed further on: the error wins. */
+static void loop_past_iov_max(struct tq *q)
+{
+	loop_around_ring(q);
+}
+
+static void bad_id_past_iov_max(struct tq *q)
+{
+	struct pkdrv d = { 0, true };
+	uint64_t a = tbuf(q, 8);
+	const struct tdesc ds[3] = { { a, 8, 0 }, { a, 8, 0 }, { a, 8, WRITE } };
+
+	pk_chain(q, &d, ds, 3, 9);
+}
+
 /* Not made available (wrong AVAIL/USED bits): nothing to pop, no error. */
 static void not_available(void **state)
 {
@@ -350,7 +384,16 @@ static const struct bad_ring bad[] = {
 	BAD_RING(chain_len_overflows, 4, F_PACKED, UVN_VQ_E_LEN_OVERFLOW, 8),
 	BAD_RING(zero_len, 4, F_PACKED, UVN_VQ_E_ZERO_LEN, 8),
 	BAD_RING(zero_len_in_table, 4, F_PACKED | F_INDIRECT, UVN_VQ_E_ZERO_LEN, 8),
-	BAD_RING(iov_too_small, 4, F_PACKED, UVN_VQ_E_IOV_FULL, 2),
+	BAD_RING(loop_past_iov_max, 4, F_PACKED, UVN_VQ_E_LOOP, 1),
+	BAD_RING(bad_id_past_iov_max, 4, F_PACKED, UVN_VQ_E_HEAD_RANGE, 2),
+};
+
+/* Legal chains too long for the caller's array: retryable, not errors. */
+static const struct iov_full_case iov_full[] = {
+	IOV_FULL(iov_too_small, 4, F_PACKED, 2, 3),
+	IOV_FULL(iov_none_for_one, 4, F_PACKED, 0, 1),
+	IOV_FULL(iov_too_small_for_table, 4, F_PACKED | F_INDIRECT, 3, 4),
+	IOV_FULL(iov_too_small_in_order, 4, F_PACKED | F_IN_ORDER, 1, 3),
 };
 
 int main(void)
@@ -363,7 +406,8 @@ int main(void)
 		cmocka_unit_test(overrun_while_held),
 		cmocka_unit_test(full_laps_with_flushes),
 	};
-	static const struct test_table tables[] = { TEST_TABLE(bad, run_bad_ring) };
+	static const struct test_table tables[] = { TEST_TABLE(bad, run_bad_ring),
+						    TEST_TABLE(iov_full, run_iov_full) };
 
 	return run_test_tables(tests, NELEM(tests), tables, NELEM(tables));
 }

@@ -307,6 +307,45 @@ static void iov_too_small_for_pieces(struct tq *q)
 	sq_publish(q, 0);
 }
 
+/* One descriptor, for a pop given no room at all. */
+static void iov_none_for_one(struct tq *q)
+{
+	sq_set_desc(q, 0, tbuf(q, 8), 8, 0, 0);
+	sq_publish(q, 0);
+}
+
+static void iov_too_small_for_table(struct tq *q)
+{
+	uint64_t t = tm_alloc(&q->m, 64, 16), a = tbuf(q, 8);
+
+	for (uint16_t i = 0; i < 4; i++)
+		it_set(q, t, i, a, 8, i < 3 ? NEXT : WRITE, (uint16_t)(i + 1));
+	indirect_setup(q, t, 64, INDIRECT);
+}
+
+static void iov_too_small_in_order(struct tq *q)
+{
+	iov_too_small_for_table(q);
+}
+
+/* Too long for the array, and malformed further on: the error wins, the
+ * chain being checked whole before IOV_FULL is said. */
+static void loop_past_iov_max(struct tq *q)
+{
+	loop_in_chain(q);
+}
+
+static void unmapped_past_iov_max(struct tq *q)
+{
+	uint64_t a = tbuf(q, 8);
+
+	sq_set_desc(q, 0, a, 8, NEXT, 1);
+	sq_set_desc(q, 1, a, 8, NEXT, 2);
+	sq_set_desc(q, 2, a, 8, NEXT, 3);
+	sq_set_desc(q, 3, 8, 8, 0, 0);
+	sq_publish(q, 0);
+}
+
 /*
  * The avail index stays within num of what we popped, yet a driver that
  * re-posts heads whose used entries are not published yet gets more than
@@ -384,8 +423,17 @@ static const struct bad_ring bad[] = {
 	BAD_RING(chain_len_overflows, 8, 0, UVN_VQ_E_LEN_OVERFLOW, 8),
 	BAD_RING(zero_len, 8, 0, UVN_VQ_E_ZERO_LEN, 8),
 	BAD_RING(zero_len_in_table, 8, F_INDIRECT, UVN_VQ_E_ZERO_LEN, 8),
-	BAD_RING(iov_too_small, 8, 0, UVN_VQ_E_IOV_FULL, 2),
-	BAD_RING(iov_too_small_for_pieces, 8, 0, UVN_VQ_E_IOV_FULL, 1),
+	BAD_RING(loop_past_iov_max, 8, 0, UVN_VQ_E_LOOP, 1),
+	BAD_RING(unmapped_past_iov_max, 8, 0, UVN_VQ_E_UNMAPPED, 2),
+};
+
+/* Legal chains too long for the caller's array: retryable, not errors. */
+static const struct iov_full_case iov_full[] = {
+	IOV_FULL(iov_too_small, 8, 0, 2, 3),
+	IOV_FULL(iov_too_small_for_pieces, 8, 0, 1, 2),
+	IOV_FULL(iov_none_for_one, 8, 0, 0, 1),
+	IOV_FULL(iov_too_small_for_table, 8, F_INDIRECT, 3, 4),
+	IOV_FULL(iov_too_small_in_order, 8, F_INDIRECT | F_IN_ORDER, 1, 4),
 };
 
 int main(void)
@@ -399,7 +447,8 @@ int main(void)
 		cmocka_unit_test(overrun_between_flushes),
 		cmocka_unit_test(no_overrun_after_flush_or_unpop),
 	};
-	static const struct test_table tables[] = { TEST_TABLE(bad, run_bad_ring) };
+	static const struct test_table tables[] = { TEST_TABLE(bad, run_bad_ring),
+						    TEST_TABLE(iov_full, run_iov_full) };
 
 	return run_test_tables(tests, NELEM(tests), tables, NELEM(tables));
 }
