@@ -125,6 +125,19 @@ unsigned uvn_netdev_ctrl(struct uvn_netdev_q *q, int (*set_pairs)(void *ctx, uns
 		uint8_t ack;
 		int r = uvn_vq_dev_pop(q->vq, &ch, q->iov, UVN_NETDEV_MAX_IOV);
 
+		if (UVN_UNLIKELY(r == -UVN_VQ_E_IOV_FULL)) {
+			/* More buffers than q->iov holds: no command of ours
+			 * needs them. Taken without them, refused unanswered. */
+			r = uvn_vq_dev_pop(q->vq, &ch, NULL, 0);
+			if (r == 1) {
+				uvn_stat_inc(&q->st.ctrl_err);
+				UVN_LOG_PEER("control command of %u buffers (more than %u): dropped",
+					     ch.nout + ch.nin, UVN_NETDEV_MAX_IOV);
+				uvn_vq_dev_push(q->vq, &ch, 0);
+				done++;
+				continue;
+			}
+		}
 		if (r <= 0) {
 			if (r < 0) {
 				uvn_netdev_q_set_broken(q, r);

@@ -25,7 +25,8 @@
 /* Chains one frame may take: 64 KB in buffers of at least 256 bytes. */
 #define MAX_BUFS 256
 
-enum { RX_OK, RX_NOBUF, RX_TOOBIG, RX_BROKEN, RX_DROP };
+/* RX_LONG: the next chain has more buffers than q->iov holds (not taken). */
+enum { RX_OK, RX_NOBUF, RX_TOOBIG, RX_BROKEN, RX_DROP, RX_LONG };
 
 /*
  * What goes into the guest for one frame, as a stream: the virtio-net
@@ -90,6 +91,8 @@ static int pop_rx(struct uvn_netdev_q *q, struct uvn_vq_chain *ch)
 	int r = uvn_vq_dev_pop(q->vq, ch, q->iov, UVN_NETDEV_MAX_IOV);
 
 	if (UVN_UNLIKELY(r < 0)) {
+		if (r == -UVN_VQ_E_IOV_FULL)
+			return RX_LONG;
 		uvn_netdev_q_set_broken(q, r);
 		uvn_stat_inc(&q->st.err_ring);
 		UVN_LOG_PEER("guest rx ring broken: %s", uvn_vq_strerror(r));
@@ -106,11 +109,49 @@ static int pop_rx(struct uvn_netdev_q *q, struct uvn_vq_chain *ch)
 	return RX_OK;
 }
 
+/*
+ * The next chain has more buffers than q->iov holds (RX_LONG): it is taken
+ * without them and given back empty, counted. Chains taken before it must
+ * have gone back already (IN_ORDER: used in the order made available).
+ * @return RX_OK (the frame may try the chains after it), RX_NOBUF or
+ * RX_BROKEN
+ */
+static __attribute__((noinline)) int drop_long(struct uvn_netdev_q *q)
+{
+	struct uvn_vq_chain ch;
+	int r = uvn_vq_dev_pop(q->vq, &ch, NULL, 0);
+
+	if (r <= 0) {
+		if (r == 0)
+			return RX_NOBUF;
+		uvn_netdev_q_set_broken(q, r);
+		uvn_stat_inc(&q->st.err_ring);
+		UVN_LOG_PEER("guest rx ring broken: %s", uvn_vq_strerror(r));
+		return RX_BROKEN;
+	}
+	if (UVN_UNLIKELY(ch.nout)) {
+		uvn_netdev_q_set_broken(q, 0);
+		uvn_stat_inc(&q->st.err_format);
+		UVN_LOG_PEER("guest rx chain has device-readable buffers: queue stopped");
+		return RX_BROKEN;
+	}
+	uvn_vq_dev_push(q->vq, &ch, 0);
+	uvn_stat_inc(&q->st.err_toolong);
+	UVN_LOG_PEER("guest rx chain of %u buffers (more than %u): returned unused", ch.nin,
+		     UVN_NETDEV_MAX_IOV);
+	return RX_OK;
+}
+
 static int rx_single(struct uvn_netdev_q *q, struct rx_frame *f)
 {
 	struct uvn_vq_chain ch;
 	int r = pop_rx(q, &ch);
 
+	while (UVN_UNLIKELY(r == RX_LONG)) {
+		r = drop_long(q);
+		if (r == RX_OK)
+			r = pop_rx(q, &ch);
+	}
 	if (r != RX_OK)
 		return r;
 	if (ch.in_len < f->total) {
@@ -138,6 +179,19 @@ static int rx_mergeable(struct uvn_netdev_q *q, struct rx_frame *f)
 		int r = k < MAX_BUFS ? pop_rx(q, ch) : RX_TOOBIG;
 		uint32_t c, start;
 
+		if (UVN_UNLIKELY(r == RX_LONG)) {
+			/* The chains before it go back first, empty (they are
+			 * used before it in ring order); the frame starts over
+			 * in the chains after it. */
+			for (unsigned i = 0; i < k; i++)
+				uvn_vq_dev_push(q->vq, &chs[i], 0);
+			k = 0;
+			off = 0;
+			nhdr = 0;
+			r = drop_long(q);
+			if (r == RX_OK)
+				continue;
+		}
 		if (r != RX_OK) {
 			if (r == RX_BROKEN)
 				return r;
@@ -311,13 +365,14 @@ static bool fast_frame(const struct uvn_netdev_q *q, const struct uvn_pkt *p)
 }
 
 /* Pass 1 for one frame. @return RX_OK (taken), RX_DROP (not this path:
- * nothing taken), or RX_NOBUF / RX_BROKEN */
+ * nothing taken; a chain too long for q->iov included), or RX_NOBUF /
+ * RX_BROKEN */
 static int take_fast(struct uvn_netdev_q *q, const struct uvn_pkt *p, struct rx_item *it)
 {
 	int r = pop_rx(q, &it->ch);
 
 	if (r != RX_OK)
-		return r;
+		return r == RX_LONG ? RX_DROP : r; /* the general path drops it */
 	if (it->ch.nin != 1 || it->ch.in_len < UVN_NET_HDR_LEN + p->len) {
 		uvn_vq_dev_unpop(q->vq, &it->ch);
 		return RX_DROP;
@@ -352,7 +407,7 @@ static void write_fast(struct uvn_netdev_q *q, struct rx_item *items, unsigned n
 unsigned uvn_netdev_rx(struct uvn_netdev_q *q, struct uvn_pkt *const *pkts, unsigned n)
 {
 	struct rx_item items[UVN_NETDEV_BURST];
-	uint64_t pushed = q->st.packets;
+	uint64_t pushed = q->st.packets, dropped = q->st.err_toolong;
 	unsigned delivered = 0, ni = 0, i;
 
 	if (UVN_UNLIKELY(q->broken)) {
@@ -392,10 +447,13 @@ unsigned uvn_netdev_rx(struct uvn_netdev_q *q, struct uvn_pkt *const *pkts, unsi
 	}
 	write_fast(q, items, ni);
 	delivered += ni;
-	/* Segments of a frame that then ran out of buffers went in too. */
+	/* Segments of a frame that then ran out of buffers went in too, and
+	 * chains too long for q->iov went back empty. */
 	if (q->st.packets != pushed) {
 		uvn_netdev_q_flush(q);
 		uvn_stat_inc(&q->st.bursts);
+	} else if (UVN_UNLIKELY(q->st.err_toolong != dropped)) {
+		uvn_netdev_q_flush(q);
 	}
 	return delivered;
 }

@@ -208,6 +208,34 @@ static struct uvn_pkt *finish(struct uvn_netdev_q *q, struct tx_item *it)
 	return p;
 }
 
+/*
+ * A legal chain of more buffers than UVN_NETDEV_MAX_IOV (the pop said
+ * IOV_FULL): taken without its iovecs and dropped, counted; it goes back
+ * in ring order with the others. @return true: an item to give back;
+ * false: nothing taken (none left, or the queue broke)
+ */
+static __attribute__((noinline)) bool drop_chain(struct uvn_netdev_q *q, struct tx_item *it)
+{
+	int r = uvn_vq_dev_pop(q->vq, &it->ch, NULL, 0);
+
+	if (r <= 0) {
+		if (r < 0)
+			broken(q, r);
+		return false;
+	}
+	if (UVN_UNLIKELY(it->ch.nin)) {
+		broken(q, 0);
+		return false;
+	}
+	uvn_stat_inc(&q->st.err_toolong);
+	UVN_LOG_PEER("guest tx chain of %u buffers (more than %u): dropped", it->ch.nout,
+		     UVN_NETDEV_MAX_IOV);
+	it->p = NULL;
+	it->src = NULL;
+	it->borrow = false;
+	return true;
+}
+
 unsigned uvn_netdev_tx(struct uvn_netdev_q *q, struct uvn_pkt_pool *small,
 		       struct uvn_pkt_pool *big, struct uvn_pkt **pkts, unsigned n)
 {
@@ -226,6 +254,12 @@ unsigned uvn_netdev_tx(struct uvn_netdev_q *q, struct uvn_pkt_pool *small,
 		int r = uvn_vq_dev_pop(q->vq, &it->ch, q->iov, UVN_NETDEV_MAX_IOV);
 
 		if (r <= 0) {
+			if (r == -UVN_VQ_E_IOV_FULL) {
+				if (!drop_chain(q, it))
+					break;
+				ni++;
+				continue;
+			}
 			if (r < 0)
 				broken(q, r);
 			break;

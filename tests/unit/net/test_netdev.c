@@ -664,9 +664,160 @@ static void test_ctrl_without_ack_buffer_is_counted(void **state)
 	teardown_fx(fx);
 }
 
+/*
+ * Chains of more buffers than UVN_NETDEV_MAX_IOV are legal (the ring is
+ * larger): each is dropped, counted, and given back empty in ring order,
+ * the queue running on. LONG_SEGS one-byte buffers make one.
+ */
+#define LONG_SEGS (UVN_NETDEV_MAX_IOV + 76)
+#define LONG_NUM 2048
+
+static struct ndf *setup_long(uint64_t features, bool tx)
+{
+	struct ndf *fx = calloc(1, sizeof(*fx));
+
+	ndf_init(fx, &(struct ndf_cfg){ .num = LONG_NUM, .features = features, .tx = tx,
+					 .small = 8, .big = 2 });
+	return fx;
+}
+
+/* Guest: a chain of a 12-byte header (tx) and LONG_SEGS one-byte buffers. */
+static void guest_long(struct ndf *fx, bool in, void *token)
+{
+	static uint8_t buf[UVN_NET_HDR_LEN + LONG_SEGS];
+	static struct uvn_sg sg[1 + LONG_SEGS];
+	unsigned n = 0;
+
+	memset(buf, 0, sizeof(buf));
+	if (!in)
+		sg[n++] = tq_sg(buf, UVN_NET_HDR_LEN);
+	for (unsigned i = 0; i < LONG_SEGS; i++)
+		sg[n++] = tq_sg(buf + UVN_NET_HDR_LEN + i, 1);
+	assert_int_equal(uvn_vq_drv_add(fx->ring.drv, sg, in ? 0 : n, in ? n : 0, token, 0), 0);
+	uvn_vq_drv_kick_prepare(fx->ring.drv);
+}
+
+static void test_tx_long_chain_dropped(void **state)
+{
+	static const uint64_t features[] = { BASE, BASE | F_PACKED, BASE | F_IN_ORDER };
+
+	(void)state;
+	for (unsigned k = 0; k < 3; k++) {
+		struct ndf *fx = setup_long(features[k], true);
+		struct virtio_net_hdr_v1 h = { 0 };
+		struct uvn_vq_done done[4];
+		uint8_t frame[60];
+		struct uvn_pkt *p[2];
+
+		fill_frame(frame, sizeof(frame), 9);
+		guest_long(fx, false, (void *)1);
+		guest_send(fx, &h, frame, sizeof(frame), false, (void *)2);
+		assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, p, 2), 1);
+		assert_memory_equal(p[0]->seg[0].iov_base, frame, sizeof(frame));
+		assert_false(fx->q.broken);
+		assert_int_equal(fx->q.st.err_toolong, 1);
+		assert_int_equal(fx->q.st.err_ring, 0);
+		assert_int_equal(uvn_vq_dev_error(fx->ring.dev), 0);
+		assert_int_equal(tq_take(&fx->ring, done, 4), 2);
+		assert_ptr_equal(done[0].token, (void *)1);
+		assert_ptr_equal(done[1].token, (void *)2);
+		/* And the queue goes on. */
+		guest_send(fx, &h, frame, sizeof(frame), true, (void *)3);
+		assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, p + 1, 1), 1);
+		uvn_pkt_free_bulk(p, 2);
+		teardown_fx(fx);
+	}
+}
+
+static void test_rx_long_chain_dropped(void **state)
+{
+	static const uint64_t features[] = { BASE, BASE | F_PACKED, BASE | F_IN_ORDER };
+
+	(void)state;
+	for (unsigned k = 0; k < 3; k++) {
+		struct ndf *fx = setup_long(features[k], false);
+		struct uvn_pkt *p = make_pkt(fx, 1000, 10);
+		struct uvn_vq_done done[4];
+
+		guest_long(fx, true, (void *)1);
+		guest_post(fx, 1, 1526);
+		assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
+		assert_false(fx->q.broken);
+		assert_int_equal(fx->q.st.err_toolong, 1);
+		assert_int_equal(fx->q.st.drop_nobuf, 0);
+		assert_int_equal(tq_take(&fx->ring, done, 4), 2);
+		assert_ptr_equal(done[0].token, (void *)1);
+		assert_int_equal(done[0].len, 0);
+		assert_int_equal(done[1].len, UVN_NET_HDR_LEN + 1000);
+		assert_memory_equal((uint8_t *)done[1].token + UVN_NET_HDR_LEN, p->buf, 1000);
+		uvn_pkt_free(p);
+		teardown_fx(fx);
+	}
+}
+
+/* In the middle of a frame's buffers: those taken before it go back empty
+ * first (ring order, IN_ORDER included), the frame goes in after it. */
+static void test_rx_mergeable_long_chain_mid_frame(void **state)
+{
+	static const uint64_t mrg = BASE | F(VIRTIO_NET_F_MRG_RXBUF);
+	static const uint64_t features[] = { mrg, mrg | F_PACKED, mrg | F_IN_ORDER };
+
+	(void)state;
+	for (unsigned k = 0; k < 3; k++) {
+		struct ndf *fx = setup_long(features[k], false);
+		struct uvn_pkt *p = make_pkt(fx, 2500, 11);
+		struct uvn_vq_done done[8];
+
+		guest_post(fx, 1, 1000);
+		guest_long(fx, true, (void *)1);
+		guest_post(fx, 3, 1000);
+		assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
+		assert_false(fx->q.broken);
+		assert_int_equal(fx->q.st.err_toolong, 1);
+		assert_int_equal(tq_take(&fx->ring, done, 8), 5);
+		assert_int_equal(done[0].len, 0);
+		assert_ptr_equal(done[1].token, (void *)1);
+		assert_int_equal(done[1].len, 0);
+		assert_int_equal(done[2].len, 1000);
+		assert_int_equal(done[3].len, 1000);
+		assert_int_equal(done[4].len, UVN_NET_HDR_LEN + 2500 - 2000);
+		assert_memory_equal((uint8_t *)done[2].token + UVN_NET_HDR_LEN, p->buf, 988);
+		uvn_pkt_free(p);
+		teardown_fx(fx);
+	}
+}
+
+static void test_ctrl_long_chain_dropped(void **state)
+{
+	struct ndf *fx = setup_long(BASE | F(VIRTIO_NET_F_CTRL_VQ), true);
+	static uint8_t cmd[2] = { VIRTIO_NET_CTRL_ANNOUNCE, VIRTIO_NET_CTRL_ANNOUNCE_ACK }, ack;
+	struct uvn_sg sg[2] = { tq_sg(cmd, 2), tq_sg(&ack, 1) };
+	struct uvn_vq_done done[2];
+
+	(void)state;
+	guest_long(fx, false, (void *)1);
+	ack = 0xaa;
+	assert_int_equal(uvn_vq_drv_add(fx->ring.drv, sg, 1, 1, cmd, 0), 0);
+	uvn_vq_drv_kick_prepare(fx->ring.drv);
+	assert_int_equal(uvn_netdev_ctrl(&fx->q, set_pairs, NULL), 2);
+	assert_false(fx->q.broken);
+	assert_int_equal(fx->q.st.ctrl_err, 1);
+	assert_int_equal(fx->q.st.ctrl_cmds, 1);
+	assert_int_equal(tq_take(&fx->ring, done, 2), 2);
+	assert_ptr_equal(done[0].token, (void *)1);
+	assert_int_equal(done[0].len, 0);
+	assert_int_equal(done[1].len, 1);
+	assert_int_equal(ack, VIRTIO_NET_OK);
+	teardown_fx(fx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tx_long_chain_dropped),
+		cmocka_unit_test(test_rx_long_chain_dropped),
+		cmocka_unit_test(test_rx_mergeable_long_chain_mid_frame),
+		cmocka_unit_test(test_ctrl_long_chain_dropped),
 		cmocka_unit_test(test_tx_frames_become_packets),
 		cmocka_unit_test(test_tx_big_frame_uses_big_pool),
 		cmocka_unit_test(test_tx_short_chain_dropped),
