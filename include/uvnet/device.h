@@ -271,7 +271,9 @@ unsigned uvn_dev_discard_disabled(struct uvn_dev *d, unsigned budget);
 int uvn_dev_set_zerocopy(struct uvn_dev *d, enum uvn_dev_zc mode, uint32_t min_len,
 			 unsigned max_held);
 
-/** Copy ring @p ring's counters. @return 0, -ENODEV (not ready), -EINVAL */
+/** Copy ring @p ring's counters, counted since it last became ready (they
+ *  restart each time: add them up at queue_ready false to keep totals).
+ *  @return 0, -ENODEV (not ready), -EINVAL */
 int uvn_dev_queue_stats(const struct uvn_dev *d, unsigned ring, struct uvn_dev_q_stats *out);
 
 #pragma GCC visibility pop

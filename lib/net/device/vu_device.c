@@ -128,6 +128,7 @@ static void ring_start(struct uvn_dev *d, struct dev_ring *s, unsigned ring,
 	bool guest_tx = ring == UVN_DEV_CTRL_RING || (ring & 1);
 
 	s->vu = q;
+	s->suppressed_base = uvn_stat_read(&uvn_vq_dev_stats(q->vq)->notify_suppressed);
 	uvn_netdev_q_init(&s->nq, q->vq, d->features, guest_tx);
 	s->nq.filter = d->filter; /* the control queue's commands set it */
 	s->nq.notify = notify_driver;

@@ -24,6 +24,9 @@ struct dev_ring {
 	struct uvn_dev *dev;
 	/* guest TX: made at its first start, kept until the device goes */
 	struct uvn_pkt_pool *small, *big, *ext;
+	/* The ring's own count of spared notifications when it became ready:
+	 * a ring paused and resumed keeps its counters, the device's restart. */
+	uint64_t suppressed_base;
 };
 
 struct uvn_dev {

@@ -206,7 +206,8 @@ int uvn_dev_queue_stats(const struct uvn_dev *d, unsigned ring, struct uvn_dev_q
 		      q.ctrl_err;
 	out->ctrl_cmds = q.ctrl_cmds;
 	out->calls = q.notify;
-	out->calls_suppressed = uvn_stat_read(&uvn_vq_dev_stats(s->nq.vq)->notify_suppressed);
+	out->calls_suppressed = uvn_stat_read(&uvn_vq_dev_stats(s->nq.vq)->notify_suppressed) -
+				s->suppressed_base;
 	out->zc_packets = q.zc_packets;
 	out->broken = uvn_netdev_q_broken(&s->nq) || s->vu->broken;
 	return 0;

@@ -9,7 +9,9 @@
  *   given to uvn_dev_tx_burst() lands in the guest's RX buffer behind a
  *   virtio-net header, one without a buffer is a counted drop;
  * - when the session ends every ring is reported stopped and the data
- *   path finds nothing.
+ *   path finds nothing;
+ * - a ring paused and resumed starts every counter again, the
+ *   notifications its event index spared too.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -189,10 +191,31 @@ static void test_guest_tx(void **state)
 	rig_close(&r);
 }
 
+/* The guest posts its RX buffer (ring 0). */
+static void guest_posts(struct rig *r, struct uvn_vq_drv *drv)
+{
+	struct uvn_sg sg = { .addr = r->f.gpa + RX_OFF, .len = RX_LEN };
+
+	assert_int_equal(uvn_vq_drv_add(drv, &sg, 0, 1, drv, 0), 0);
+	(void)uvn_vq_drv_kick_prepare(drv);
+}
+
+/* A packet of FRAME_LEN bytes, from a pool of its own (@pool). */
+static struct uvn_pkt *one_frame(struct uvn_pkt_pool **pool)
+{
+	struct uvn_pkt_pool_cfg pc = { .count = 1, .buf_size = 2048 };
+	struct uvn_pkt *p;
+
+	assert_int_equal(uvn_pkt_pool_create(&pc, pool), 0);
+	p = uvn_pkt_alloc(*pool);
+	assert_non_null(p);
+	memset(p->buf, 0xcd, FRAME_LEN);
+	uvn_pkt_set_buf(p, FRAME_LEN);
+	return p;
+}
+
 static void test_guest_rx(void **state)
 {
-	struct uvn_pkt_pool_cfg pc = { .count = 4, .buf_size = 2048 };
-	struct uvn_sg sg;
 	struct uvn_pkt_pool *pool;
 	struct uvn_dev_q_stats st;
 	struct uvn_vq_done done;
@@ -202,14 +225,9 @@ static void test_guest_rx(void **state)
 
 	(void)state;
 	rig_open(&r);
-	assert_int_equal(uvn_pkt_pool_create(&pc, &pool), 0);
 	drv = fe_driver(&r.f, 0, RING);
-	sg = (struct uvn_sg){ .addr = r.f.gpa + RX_OFF, .len = RX_LEN };
-	assert_int_equal(uvn_vq_drv_add(drv, &sg, 0, 1, drv, 0), 0);
-	(void)uvn_vq_drv_kick_prepare(drv);
-	p = uvn_pkt_alloc(pool);
-	memset(p->buf, 0xcd, FRAME_LEN);
-	uvn_pkt_set_buf(p, FRAME_LEN);
+	guest_posts(&r, drv);
+	p = one_frame(&pool);
 	assert_int_equal(uvn_dev_tx_burst(r.d, 0, &p, 1), 1);
 	assert_int_equal(uvn_vq_drv_get_used(drv, &done, 1), 1);
 	assert_int_equal(done.len, HDR + FRAME_LEN);
@@ -225,6 +243,55 @@ static void test_guest_rx(void **state)
 	assert_int_equal(uvn_dev_queue_stats(r.d, 2, &st), -EINVAL);
 	assert_int_equal(uvn_dev_queue_stats(r.d, UVN_DEV_CTRL_RING, &st), -EINVAL);
 	assert_int_equal(uvn_dev_ctrl(r.d), -ENODEV);
+	uvn_vq_drv_destroy(drv);
+	rig_close(&r);
+	uvn_pkt_pool_destroy(pool);
+}
+
+/*
+ * QEMU disables and enables a ring around changes (SET_VRING_ENABLE 0, 1):
+ * the ring stops and is ready again, and its counters start again, as
+ * uvnetd adds them up at each stop. The notifications the guest's event
+ * index spared are the ring's own count: taken as they were, a resumed
+ * ring reported its earlier ones again, and uvnetd counted them twice.
+ */
+static void test_stats_across_pause(void **state)
+{
+	struct uvn_pkt_pool *pool;
+	struct uvn_dev_q_stats st;
+	struct uvn_vq_drv *drv;
+	struct uvn_pkt *p;
+	struct rig r;
+
+	(void)state;
+	rig_open(&r);
+	p = one_frame(&pool);
+	drv = fe_driver(&r.f, 0, RING);
+	/* The guest never moves its used_event from 0: the first frame
+	 * notifies it, the second is spared. */
+	for (unsigned i = 0; i < 2; i++) {
+		guest_posts(&r, drv);
+		assert_int_equal(uvn_dev_tx_burst(r.d, 0, &p, 1), 1);
+	}
+	assert_int_equal(uvn_dev_queue_stats(r.d, 0, &st), 0);
+	assert_int_equal(st.packets, 2);
+	assert_int_equal(st.calls, 1);
+	assert_int_equal(st.calls_suppressed, 1);
+	fe_vring_state(&r.f, VHOST_USER_SET_VRING_ENABLE, 0, 0);
+	assert_int_equal(r.stopped[0], 1);
+	fe_vring_state(&r.f, VHOST_USER_SET_VRING_ENABLE, 0, 1);
+	assert_int_equal(r.ready[0], 2);
+	assert_int_equal(uvn_dev_queue_stats(r.d, 0, &st), 0);
+	assert_int_equal(st.packets, 0);
+	assert_int_equal(st.calls, 0);
+	assert_int_equal(st.calls_suppressed, 0);
+	/* and counting goes on from there */
+	guest_posts(&r, drv);
+	assert_int_equal(uvn_dev_tx_burst(r.d, 0, &p, 1), 1);
+	assert_int_equal(uvn_dev_queue_stats(r.d, 0, &st), 0);
+	assert_int_equal(st.packets, 1);
+	assert_int_equal(st.calls_suppressed, 1);
+	uvn_pkt_free(p);
 	uvn_vq_drv_destroy(drv);
 	rig_close(&r);
 	uvn_pkt_pool_destroy(pool);
@@ -257,6 +324,7 @@ int main(void)
 		cmocka_unit_test(test_second_frontend),
 		cmocka_unit_test(test_guest_tx),
 		cmocka_unit_test(test_guest_rx),
+		cmocka_unit_test(test_stats_across_pause),
 		cmocka_unit_test(test_disconnect),
 	};
 
