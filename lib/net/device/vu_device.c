@@ -180,13 +180,17 @@ static void queue_ready(void *ctx, struct uvn_vu_queue *q, bool ready)
 		ring_stop(d, s, ring);
 }
 
+/* Features the application refused are not the session's: the backend
+ * keeps the ones it had (and resumes its rings with them), so must we. */
 static int set_features(void *ctx, uint64_t features)
 {
 	struct uvn_dev *d = ctx;
+	int r = d->cfg.ops && d->cfg.ops->set_features ?
+			d->cfg.ops->set_features(d->cfg.ctx, features) : 0;
 
-	d->features = features;
-	return d->cfg.ops && d->cfg.ops->set_features ?
-		       d->cfg.ops->set_features(d->cfg.ctx, features) : 0;
+	if (r >= 0)
+		d->features = features;
+	return r;
 }
 
 static void send_rarp(void *ctx, const uint8_t mac[6])

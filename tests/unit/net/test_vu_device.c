@@ -11,7 +11,8 @@
  * - when the session ends every ring is reported stopped and the data
  *   path finds nothing;
  * - a ring paused and resumed starts every counter again, the
- *   notifications its event index spared too.
+ *   notifications its event index spared too;
+ * - features the application refuses are not the device's.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -43,6 +44,7 @@ struct rig {
 	struct uvn_dev *d;
 	struct fe f;
 	unsigned ready[UVN_DEV_CTRL_RING + 1], stopped[UVN_DEV_CTRL_RING + 1];
+	bool refuse;             /* ops->set_features refuses */
 };
 
 static void on_ready(void *ctx, unsigned ring, bool ready)
@@ -56,7 +58,15 @@ static void on_ready(void *ctx, unsigned ring, bool ready)
 		r->stopped[ring]++;
 }
 
-static const struct uvn_dev_ops ops = { .queue_ready = on_ready };
+static int on_features(void *ctx, uint64_t features)
+{
+	struct rig *r = ctx;
+
+	(void)features;
+	return r->refuse ? -EPERM : 0;
+}
+
+static const struct uvn_dev_ops ops = { .queue_ready = on_ready, .set_features = on_features };
 
 static void cfg_of(struct rig *r, struct uvn_dev_cfg *c)
 {
@@ -64,8 +74,8 @@ static void cfg_of(struct rig *r, struct uvn_dev_cfg *c)
 	*c = (struct uvn_dev_cfg){ .path = r->path, .queue_pairs = 1, .ops = &ops, .ctx = r };
 }
 
-/* A device with QEMU's set-up done on its socket: pair 0 ready. */
-static void rig_open(struct rig *r)
+/* A device with a frontend on its socket, nothing negotiated. */
+static void rig_attach(struct rig *r)
 {
 	struct uvn_dev_cfg c;
 	int sock;
@@ -80,6 +90,12 @@ static void rig_open(struct rig *r)
 	assert_true(uvn_dev_connected(r->d));
 	assert_true(uvn_dev_fd(r->d) >= 0);
 	fe_attach(&r->f, sock, uvn_dev_backend(r->d), NET_FEATURES);
+}
+
+/* A device with QEMU's set-up done on its socket: pair 0 ready. */
+static void rig_open(struct rig *r)
+{
+	rig_attach(r);
 	fe_negotiate_qemu(&r->f, RING);
 }
 
@@ -297,6 +313,26 @@ static void test_stats_across_pause(void **state)
 	uvn_pkt_pool_destroy(pool);
 }
 
+/* The frontend sets features, then others the application refuses: the
+ * session ends, and the device's features stay the ones it had (the
+ * backend resumes its rings with those), not the refused ones. */
+static void test_features_refused(void **state)
+{
+	uint64_t first = NET_FEATURES, more = NET_FEATURES | 1ull << VIRTIO_NET_F_CSUM;
+	struct rig r;
+
+	(void)state;
+	rig_attach(&r);
+	assert_int_equal(uvn_dev_features(r.d), 0);
+	assert_int_equal(fe_send(&r.f, VHOST_USER_SET_FEATURES, VHOST_USER_VERSION, &first, 8, NULL, 0),
+			 0);
+	assert_int_equal(uvn_dev_features(r.d), NET_FEATURES);
+	r.refuse = true;
+	assert_true(fe_send(&r.f, VHOST_USER_SET_FEATURES, VHOST_USER_VERSION, &more, 8, NULL, 0) < 0);
+	assert_int_equal(uvn_dev_features(r.d), NET_FEATURES);
+	rig_close(&r);
+}
+
 static void test_disconnect(void **state)
 {
 	struct uvn_dev_q_stats st;
@@ -325,6 +361,7 @@ int main(void)
 		cmocka_unit_test(test_guest_tx),
 		cmocka_unit_test(test_guest_rx),
 		cmocka_unit_test(test_stats_across_pause),
+		cmocka_unit_test(test_features_refused),
 		cmocka_unit_test(test_disconnect),
 	};
 
