@@ -76,7 +76,9 @@ enum uvn_dev_zc {
 	UVN_DEV_ZC_AUTO,    /**< frames of at least zc_min bytes are borrowed, shorter ones copied */
 };
 
-/** What the device tells the application (every member optional), on the control thread. */
+/** What the device tells the application (every member optional), on the control thread.
+ *  64 bytes on LP64 whatever callbacks a later release adds: they take their room from
+ *  @c reserved. */
 struct uvn_dev_ops {
 	/**
 	 * Ring @p ring became ready (after the device set it up) or stops
@@ -90,6 +92,9 @@ struct uvn_dev_ops {
 	int (*set_pairs)(void *ctx, unsigned pairs);
 	/** SEND_RARP after a migration: announce @p mac for the guest (offered only with this). */
 	void (*send_rarp)(void *ctx, const uint8_t mac[6]);
+	/** NULL, as a designated initializer leaves them: room for later callbacks
+	 *  (uvn_dev_create() refuses ops with one set). */
+	void *reserved[4];
 };
 
 /** How to create a device. Zero what you do not set. */
@@ -114,7 +119,8 @@ struct uvn_dev_cfg {
 				      *   lives, and must outlive it); default: @c path */
 	const struct uvn_dev_ops *ops;
 	void *ctx;                   /**< passed to @c ops */
-	uint64_t reserved[8];        /**< zero: room for later fields */
+	uint64_t reserved[8];        /**< zero: room for later fields, so the struct stays
+				      *   144 bytes (LP64) */
 };
 
 /** A ring's counters (uvn_dev_queue_stats()). */
@@ -148,7 +154,7 @@ uint64_t uvn_dev_default_features(unsigned queue_pairs);
  * Create a device; unless @c client, listen on @c path (a stale socket file
  * is replaced).
  * @return 0 and the device in @p out, or -EINVAL (bad cfg, reserved words
- *         not zero), -ENOMEM, or the -errno of listening
+ *         of the cfg or its ops not zero), -ENOMEM, or the -errno of listening
  */
 int uvn_dev_create(const struct uvn_dev_cfg *cfg, struct uvn_dev **out);
 

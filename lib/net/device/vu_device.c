@@ -309,6 +309,18 @@ int uvn_dev_listen_fd(const struct uvn_dev *d)
 
 /* ------------------------------------------------------ create, destroy */
 
+/*
+ * The sizes <uvnet/device.h> promises (on LP64): a program built against an
+ * older header allocates, or initializes, structs of these sizes, so a new
+ * field or callback takes its room from the struct's reserved tail.
+ */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct uvn_dev_cfg) == 144,
+	       "struct uvn_dev_cfg must stay 144 bytes: take new fields from reserved[]");
+_Static_assert(sizeof(void *) != 8 || sizeof(struct uvn_dev_ops) == 64,
+	       "struct uvn_dev_ops must stay 64 bytes: take new callbacks from reserved[]");
+_Static_assert(sizeof(void *) != 8 || sizeof(struct uvn_dev_q_stats) == 128,
+	       "struct uvn_dev_q_stats must stay 128 bytes: take new counters from reserved[]");
+
 /* What the device implements beyond its default offer. */
 #define FEATURES_EXTRA (1ull << VIRTIO_NET_F_HOST_UFO | 1ull << VIRTIO_NET_F_GUEST_UFO)
 #define FEATURES_CTRL                                                                   \
@@ -327,9 +339,18 @@ static bool features_ok(const struct uvn_dev_cfg *cfg)
 		      (!(f & FEATURES_CTRL) || cfg->ctrl || cfg->queue_pairs > 1));
 }
 
+/* A later release gives ops->reserved[] callbacks: today they must be NULL. */
+static bool ops_ok(const struct uvn_dev_ops *ops)
+{
+	for (unsigned i = 0; ops && i < sizeof(ops->reserved) / sizeof(ops->reserved[0]); i++)
+		if (ops->reserved[i])
+			return false;
+	return true;
+}
+
 static int check_cfg(const struct uvn_dev_cfg *cfg)
 {
-	if (!cfg || !cfg->path || !UVN_RESERVED_ZERO(cfg) || !features_ok(cfg))
+	if (!cfg || !cfg->path || !UVN_RESERVED_ZERO(cfg) || !ops_ok(cfg->ops) || !features_ok(cfg))
 		return -EINVAL;
 	if (!cfg->queue_pairs || cfg->queue_pairs > UVN_DEV_MAX_QUEUE_PAIRS ||
 	    strlen(cfg->path) >= sizeof(((struct uvn_dev *)0)->path) ||

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * <uvnet/device.h> with a scripted frontend (fake_fe) on its socket:
- * - a config with reserved words set, no queue pair or too many, or an
- *   offer the device cannot keep is refused;
+ * - a config with reserved words set (its own or its ops'), no queue
+ *   pair or too many, or an offer the device cannot keep is refused;
  * - the device listens on its path and takes one frontend at a time;
  * - the rings QEMU sets up are reported ready, a frame the guest sends
  *   comes out of uvn_dev_rx_burst() and its buffer goes back, a packet
@@ -107,6 +107,7 @@ static void rig_close(struct rig *r)
 
 static void test_cfg(void **state)
 {
+	struct uvn_dev_ops later = { .queue_ready = on_ready };
 	struct uvn_dev_cfg c;
 	struct uvn_dev *d;
 	struct rig r;
@@ -117,6 +118,11 @@ static void test_cfg(void **state)
 	c.reserved[7] = 1;
 	assert_int_equal(uvn_dev_create(&c, &d), -EINVAL);
 	c.reserved[7] = 0;
+	/* a callback of a later release this one does not know */
+	later.reserved[3] = &later;
+	c.ops = &later;
+	assert_int_equal(uvn_dev_create(&c, &d), -EINVAL);
+	c.ops = &ops;
 	c.queue_pairs = 0;
 	assert_int_equal(uvn_dev_create(&c, &d), -EINVAL);
 	c.queue_pairs = UVN_DEV_MAX_QUEUE_PAIRS + 1;
