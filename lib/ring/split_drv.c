@@ -337,28 +337,21 @@ static unsigned reclaim_in_order(struct uvn_vq_drv *vq, void **tokens, unsigned 
 	return n;
 }
 
-/*
- * @return chains reclaimed, 0 if none is done, or a broken queue's error,
- *         with *@read_entries false; or 0 with *@read_entries true: the
- *         next chain needs its used entry read (uvn_split_drv_get_used()).
- */
-int uvn_split_drv_reclaim_in_order(struct uvn_vq_drv *vq, void **tokens, unsigned max,
-				   bool *read_entries)
+/* uvn_vq_drv_reclaim() under IN_ORDER. @return chains reclaimed, 0 if
+ * none is done, or a broken queue's error. */
+int uvn_split_drv_reclaim_in_order(struct uvn_vq_drv *vq, void **tokens, unsigned max)
 {
 	int n;
 
-	*read_entries = false;
 	/* A batch entry already read is finished by get_in_order(). */
-	if (vq->in_batch) {
-		*read_entries = true;
-		return 0;
-	}
+	if (vq->in_batch)
+		return uvn_vq_drv_reclaim_entries(vq, tokens, max);
 	n = used_pending(vq);
 	if (n <= 0)
 		return n;
 	n = (int)reclaim_in_order(vq, tokens, max);
-	*read_entries = n == 0;
-	return n;
+	/* None by the index alone: the next one needs its used entry read. */
+	return n ? n : uvn_vq_drv_reclaim_entries(vq, tokens, max);
 }
 
 bool uvn_split_drv_has_used(struct uvn_vq_drv *vq)

@@ -266,24 +266,23 @@ int uvn_vq_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned
 			  : uvn_split_drv_get_used(vq, out, max);
 }
 
-int uvn_vq_drv_reclaim(struct uvn_vq_drv *vq, void **tokens, unsigned max)
+int uvn_vq_drv_reclaim_entries(struct uvn_vq_drv *vq, void **tokens, unsigned max)
 {
 	struct uvn_vq_done done[32];
-	int n;
+	int n = uvn_vq_drv_get_used(vq, done, max < 32 ? max : 32);
 
-	if (UVN_UNLIKELY(vq->err))
-		return vq->err;
-	if (!vq->packed && vq->in_order) {
-		bool read_entries;
-
-		n = uvn_split_drv_reclaim_in_order(vq, tokens, max, &read_entries);
-		if (!read_entries)
-			return n;
-	}
-	n = uvn_vq_drv_get_used(vq, done, max < 32 ? max : 32);
 	for (int i = 0; i < n; i++)
 		tokens[i] = done[i].token;
 	return n;
+}
+
+int uvn_vq_drv_reclaim(struct uvn_vq_drv *vq, void **tokens, unsigned max)
+{
+	if (UVN_UNLIKELY(vq->err))
+		return vq->err;
+	if (!vq->packed && vq->in_order)
+		return uvn_split_drv_reclaim_in_order(vq, tokens, max);
+	return uvn_vq_drv_reclaim_entries(vq, tokens, max);
 }
 
 bool uvn_vq_drv_has_used(struct uvn_vq_drv *vq)

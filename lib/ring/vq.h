@@ -208,8 +208,9 @@ bool uvn_split_drv_kick_prepare(struct uvn_vq_drv *vq);
 void uvn_split_drv_publish(struct uvn_vq_drv *vq);
 int uvn_split_drv_add_one(struct uvn_vq_drv *vq, uint64_t addr, uint32_t len, bool writable,
 			  void *token);
-int uvn_split_drv_reclaim_in_order(struct uvn_vq_drv *vq, void **tokens, unsigned max,
-				   bool *read_entries);
+/* uvn_vq_drv_reclaim() reading the used entries (at most 32 per call). */
+int uvn_vq_drv_reclaim_entries(struct uvn_vq_drv *vq, void **tokens, unsigned max);
+int uvn_split_drv_reclaim_in_order(struct uvn_vq_drv *vq, void **tokens, unsigned max);
 int uvn_split_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned max);
 bool uvn_split_drv_has_used(struct uvn_vq_drv *vq);
 void uvn_split_drv_disable_cb(struct uvn_vq_drv *vq);
