@@ -209,15 +209,16 @@ static struct uvn_pkt *finish(struct uvn_netdev_q *q, struct tx_item *it)
 }
 
 /*
- * A legal chain of more buffers than UVN_NETDEV_MAX_IOV (the pop said
- * IOV_FULL): taken without its iovecs and dropped, counted; it goes back
- * in ring order with the others. @return true: an item to give back;
- * false: nothing taken (none left, or the queue broke)
+ * The pop gave no chain (@r: 0 or an error). A legal chain of more buffers
+ * than UVN_NETDEV_MAX_IOV (IOV_FULL) is taken without its iovecs and
+ * dropped, counted; it goes back in ring order with the others. Any other
+ * error broke the ring. @return true: @it is such a dropped chain; false:
+ * the burst ends here
  */
-static __attribute__((noinline)) bool drop_chain(struct uvn_netdev_q *q, struct tx_item *it)
+static __attribute__((noinline)) bool no_chain(struct uvn_netdev_q *q, struct tx_item *it, int r)
 {
-	int r = uvn_vq_dev_pop(q->vq, &it->ch, NULL, 0);
-
+	if (r == -UVN_VQ_E_IOV_FULL)
+		r = uvn_vq_dev_pop(q->vq, &it->ch, NULL, 0);
 	if (r <= 0) {
 		if (r < 0)
 			broken(q, r);
@@ -254,21 +255,12 @@ unsigned uvn_netdev_tx(struct uvn_netdev_q *q, struct uvn_pkt_pool *small,
 		int r = uvn_vq_dev_pop(q->vq, &it->ch, q->iov, UVN_NETDEV_MAX_IOV);
 
 		if (r <= 0) {
-			if (r == -UVN_VQ_E_IOV_FULL) {
-				if (!drop_chain(q, it))
-					break;
-				ni++;
-				continue;
-			}
-			if (r < 0)
-				broken(q, r);
-			break;
-		}
-		if (UVN_UNLIKELY(it->ch.nin)) {
+			if (!no_chain(q, it, r))
+				break;
+		} else if (UVN_UNLIKELY(it->ch.nin)) {
 			broken(q, 0);
 			break;
-		}
-		if (UVN_UNLIKELY(take(q, it, &tp, borrowing))) {
+		} else if (UVN_UNLIKELY(take(q, it, &tp, borrowing))) {
 			/* Back-pressure: the chain waits in the ring. */
 			uvn_vq_dev_unpop(q->vq, &it->ch);
 			uvn_stat_inc(&q->st.drop_nopkt);
