@@ -258,6 +258,22 @@ static void check_sides(struct run *x)
 	}
 }
 
+/* A pair stream says whether A waited for room in B's ring (worker_loops.c): whose drops these are. */
+static void pair_note(struct run *x)
+{
+	struct pt_result *r = x->r;
+	const char *note;
+	size_t len = strlen(r->reason);
+
+	if (!x->c->pair || x->c->test == PT_RR || r->status != PT_OK)
+		return;
+	note = x->c->rate_gbps > 0
+		       ? "pair flow: window (paced: A sends only what B's free rx buffers hold)"
+		       : "pair flow: none (unpaced: A does not wait for room in B's rx ring; "
+			 "drops are frames the switch had no room for)";
+	snprintf(r->reason + len, sizeof(r->reason) - len, "%s%s", len ? "; " : "", note);
+}
+
 void run_compute(struct run *x)
 {
 	double bytes_per_s = 0;
@@ -268,6 +284,7 @@ void run_compute(struct run *x)
 	cpu(x, bytes_per_s);
 	notifications(x);
 	totals(x);
+	pair_note(x);
 	latency(x);
 	driver_facts(x);
 	pt_limits_apply(pt_limits_cached(), x->r);

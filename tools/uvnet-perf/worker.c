@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "frames.h"
@@ -141,14 +142,16 @@ static void disarm_all(struct uvn_drv *d)
 		uvn_rx_disarm(d, q);
 }
 
-int wk_sleep_rx(struct wk *w, struct uvn_drv *d, struct uvn_drv *d2, int ms)
+int wk_sleep_rx(struct wk *w, struct uvn_drv *d, struct uvn_drv *d2, uint64_t ns)
 {
 	struct pollfd p[2 * UVN_DRV_MAX_QUEUE_PAIRS + 2];
+	/* ppoll: a paced sender's next burst may be due in less than a millisecond. */
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
 	unsigned n = 0;
 	int r = 0;
 
 	if (arm_all(d, p, &n) && (!d2 || arm_all(d2, p, &n)))
-		r = poll(p, n, ms);
+		r = ppoll(p, n, &ts, NULL);
 	disarm_all(d);
 	disarm_all(d2);
 	for (unsigned i = 0; r > 0 && i < n; i++) {

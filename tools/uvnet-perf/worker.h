@@ -74,14 +74,21 @@ struct wk {
 	uint64_t sink;                  /* what --dirty reads, kept so it is not optimized away */
 	unsigned iter;
 	uint64_t pace_t0, pace_sent;    /* --rate: start of pacing, frames sent since */
+	unsigned pace_quantum;          /* --rate: frames released at a time (0: the burst) */
+	/* A paced pair's window (worker_loops.c): A sends only what B's free rx
+	 * buffers hold, counting what is on its way. */
+	bool windowed;
+	uint64_t win_out;               /* A's frames on their way: sent, not yet at B */
+	unsigned win_buf_min;           /* smallest mergeable buffer B posted (bytes) */
+	uint64_t win_moved_ns;          /* when a frame last went out or came in */
 };
 
 /* Answer a snapshot request if there is one. @return true once told to stop */
 bool wk_service(struct wk *w);
 /* Fill @out from the drivers' statistics. */
 void wk_count(struct wk *w, struct wk_counts *out);
-/* Sleep until a receive ring of @d (queues 0..n-1) may have frames, or @ms pass. */
-int wk_sleep_rx(struct wk *w, struct uvn_drv *d, struct uvn_drv *d2, int ms);
+/* Sleep until a receive ring of @d (or @d2) may have frames, or @ns pass. */
+int wk_sleep_rx(struct wk *w, struct uvn_drv *d, struct uvn_drv *d2, uint64_t ns);
 
 int wk_loop_tx(struct wk *w);
 int wk_loop_rx(struct wk *w);

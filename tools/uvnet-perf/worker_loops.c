@@ -18,10 +18,16 @@
 
 #define CHECK_EVERY 64u
 #define WAIT_MS 10
+#define WAIT_NS (WAIT_MS * 1000000ull)
 #define DRAIN_IDLE_NS 300000000ull   /* receive until nothing came for this long */
 #define DRAIN_MAX_NS 3000000000ull
 #define RR_TIMEOUT_NS 1000000000ull
-#define PACE_BUCKET_BURSTS 4u        /* --rate: credit kept after a stall, in bursts */
+#define PACE_BUCKET_BURSTS 4u        /* --rate: credit kept after a stall, in bursts, */
+#define PACE_BUCKET_NS 2000000ull    /* or in time at the rate if that is more */
+#define PACE_SLEEP_MAX_NS 1000000ull /* --rate: longest sleep before looking again */
+/* A windowed pair gives up frames as lost (the switch dropped them) when A's
+ * ring is empty and nothing reached B for this long. */
+#define WIN_LOSS_NS 100000000ull
 
 /* Give back what the backend used until nothing is in flight (or time runs out). */
 static int drain_tx(struct wk *w, struct uvn_drv *d)
@@ -50,18 +56,29 @@ static int drain_tx(struct wk *w, struct uvn_drv *d)
 	return 0;
 }
 
+/* --rate: frames released at a time (a burst, or less: a paced pair's window). */
+static unsigned pace_quantum(const struct wk *w)
+{
+	return w->pace_quantum ? w->pace_quantum : w->c->burst;
+}
+
 /*
- * --rate: how many frames the sender may put out now, released a burst at
- * a time from a token bucket of a few bursts (a stall is not made up by a
- * flood). UINT_MAX: not paced.
+ * --rate: how many frames the sender may put out now, released a quantum
+ * at a time from a token bucket of a few bursts or 2 ms (a stall is not
+ * made up by a flood). UINT_MAX: not paced.
  */
 static unsigned pace_credit(struct wk *w)
 {
 	const struct pt_cfg *c = w->c;
-	uint64_t now, due, bucket = (uint64_t)c->burst * PACE_BUCKET_BURSTS;
+	uint64_t now, due, bucket = (uint64_t)c->burst * PACE_BUCKET_BURSTS, t;
 
 	if (!(c->rate_gbps > 0))
 		return UINT_MAX;
+	/* A sleeper on a busy machine wakes late: a few bursts of small
+	 * frames are less than a scheduler's time slice. */
+	t = (uint64_t)(PACE_BUCKET_NS * c->rate_gbps / 8.0 / c->size);
+	if (t > bucket)
+		bucket = t;
 	now = pt_now_ns();
 	if (!w->pace_t0)
 		w->pace_t0 = now;
@@ -69,28 +86,46 @@ static unsigned pace_credit(struct wk *w)
 	due = (uint64_t)((double)(now - w->pace_t0) * c->rate_gbps / 8.0 / c->size);
 	if (due > w->pace_sent + bucket)
 		w->pace_sent = due - bucket;
-	/* Whole bursts, as a sender with a full socket buffer would send. */
-	return due >= w->pace_sent + c->burst ? (unsigned)(due - w->pace_sent) : 0;
+	/* Whole quanta, as a sender with a full socket buffer would send. */
+	return due >= w->pace_sent + pace_quantum(w) ? (unsigned)(due - w->pace_sent) : 0;
 }
 
-/* Paced and ahead of time: sleep until the next burst is due (at most 1 ms). */
+/* --rate: ns until the next quantum is due (at most PACE_SLEEP_MAX_NS). */
+static uint64_t pace_due_ns(const struct wk *w)
+{
+	const struct pt_cfg *c = w->c;
+	double at = (double)(w->pace_sent + pace_quantum(w)) * c->size * 8.0 / c->rate_gbps;
+	double ns = at - (double)(pt_now_ns() - w->pace_t0);
+
+	if (ns <= 0)
+		return 0;
+	return ns < PACE_SLEEP_MAX_NS ? (uint64_t)ns : PACE_SLEEP_MAX_NS;
+}
+
+/* Paced and ahead of time: sleep until the next quantum is due. */
 static void pace_wait(struct wk *w)
 {
-	double ns = (double)w->c->burst * w->c->size * 8.0 / w->c->rate_gbps;
-	struct timespec ts = { 0, (long)(ns < 1e6 ? ns : 1e6) };
+	uint64_t ns = pace_due_ns(w);
+	struct timespec ts = { 0, (long)ns };
 
-	if (!w->c->poll)
+	if (!w->c->poll && ns)
 		nanosleep(&ts, NULL);
 }
 
-/* One burst on each queue. @return frames sent, or an error; *full: a ring filled up. */
-static int send_round(struct wk *w, struct uvn_drv *d, struct wk_frames *f, int *full)
+/*
+ * One burst on each queue, at most @limit frames in all. @return frames
+ * sent, or an error; *full: a ring filled up.
+ */
+static int send_round(struct wk *w, struct uvn_drv *d, struct wk_frames *f, unsigned limit,
+		      int *full)
 {
 	const struct pt_cfg *c = w->c;
 	struct uvn_pkt *pkts[256];
 	unsigned credit = pace_credit(w);
 	int total = 0;
 
+	if (credit > limit)
+		credit = limit;
 	*full = -1;
 	for (unsigned q = 0; q < uvn_drv_queue_pairs(d) && credit; q++) {
 		unsigned want = c->burst < credit ? c->burst : credit;
@@ -158,7 +193,7 @@ int wk_loop_tx(struct wk *w)
 
 		if (++w->iter % CHECK_EVERY == 0 && wk_service(w))
 			return drain_tx(w, w->a);
-		n = send_round(w, w->a, w->fa, &full);
+		n = send_round(w, w->a, w->fa, UINT_MAX, &full);
 		if (n < 0)
 			return n;
 		if (!n && full < 0 && w->c->rate_gbps > 0) {
@@ -209,7 +244,7 @@ static int rx_until_drained(struct wk *w, struct uvn_drv *d, struct uvn_drv *sen
 				return 0;
 		}
 		if (!w->c->poll) {
-			n = wk_sleep_rx(w, d, NULL, WAIT_MS);
+			n = wk_sleep_rx(w, d, NULL, WAIT_NS);
 			if (n < 0)
 				return n;
 		}
@@ -221,27 +256,162 @@ int wk_loop_rx(struct wk *w)
 	return rx_until_drained(w, w->a, NULL);
 }
 
+/*
+ * --pair with --rate: a window, as TCP's receive window. The switch copies
+ * what A sent into B's rx ring as it comes, and drops what does not fit
+ * (a frame of 16 KB takes 11 mergeable buffers of 1536 B: a burst of 32
+ * is more than a 256-entry ring). So A sends only what B's free buffers
+ * hold, counting the frames on their way: sent by A and not yet received
+ * by B (in A's ring, in the switch, or in B's ring unread). B's posted
+ * buffers are read after B took every frame waiting, so the ones the
+ * switch filled since are the frames on their way, counted once. A frame
+ * the switch drops anyway (counted there) would keep the window shut: when
+ * nothing moved for WIN_LOSS_NS and A's ring is empty, what B does not have
+ * after one more look is lost (the switch gives A's borrowed frame back
+ * only after it put it in B's ring; a frame it copied out of A's ring
+ * would have to stay inside it for all that time to be missed). Unpaced, A does not wait (win_room() is UINT_MAX): a
+ * sender faster than B loses what the switch has no room for, as a guest
+ * sending UDP would.
+ */
+
+/* B's rx buffers one of A's frames takes. */
+static unsigned win_bufs_per_frame(struct wk *w)
+{
+	unsigned len;
+
+	if (uvn_drv_rx_mode(w->b) != UVN_RX_MERGEABLE)
+		return 1; /* big: one chain; small: frames up to 1518 B (pt_cfg_check) */
+	/* The adaptive size changes at each refill: the smallest buffer seen. */
+	for (unsigned q = 0; q < uvn_drv_queue_pairs(w->b); q++) {
+		len = uvn_drv_mrg_buf_len(w->b, q);
+		if (len && (!w->win_buf_min || len < w->win_buf_min))
+			w->win_buf_min = len;
+	}
+	len = w->win_buf_min ? w->win_buf_min : 1;
+	return (unsigned)((w->c->size + sizeof(struct virtio_net_hdr_v1) + len - 1) / len);
+}
+
+/* Nothing of A's is left in its rings: the switch took every frame. */
+static bool win_a_idle(struct wk *w)
+{
+	for (unsigned q = 0; q < uvn_drv_queue_pairs(w->a); q++) {
+		struct uvn_drv_mem_info mi;
+
+		if (uvn_tx_reclaim(w->a, q) < 0 || uvn_drv_mem_info(w->a, q, &mi) ||
+		    mi.tx_in_flight)
+			return false;
+	}
+	return true;
+}
+
+/* B received @n frames: no longer on their way (some may have been given up already). */
+static void win_got(struct wk *w, unsigned n)
+{
+	w->win_out = w->win_out > n ? w->win_out - n : 0;
+	if (n)
+		w->win_moved_ns = pt_now_ns();
+}
+
+/* Receive on B: all that is waiting when windowed (B's posted buffers are then its free room). */
+static int pair_recv(struct wk *w)
+{
+	int total = 0, n;
+
+	do {
+		n = recv_round(w, w->b);
+		if (n < 0)
+			return n;
+		total += n;
+	} while (n && w->windowed);
+	return total;
+}
+
+/* Frames A may send now without overrunning B's ring (UINT_MAX: no window). */
+static unsigned win_room(struct wk *w)
+{
+	unsigned posted = UINT_MAX, cap;
+	uint64_t out;
+
+	if (!w->windowed)
+		return UINT_MAX;
+	/* Any of B's queues may get them all: the emptiest one counts. */
+	for (unsigned q = 0; q < uvn_drv_queue_pairs(w->b); q++) {
+		struct uvn_drv_mem_info mi;
+
+		if (!uvn_drv_mem_info(w->b, q, &mi) && mi.rx_posted < posted)
+			posted = mi.rx_posted;
+	}
+	cap = posted == UINT_MAX ? 0 : posted / win_bufs_per_frame(w);
+	if (w->win_out && pt_now_ns() - w->win_moved_ns > WIN_LOSS_NS && win_a_idle(w)) {
+		/* The switch gives A's frame back after it put it in B's ring
+		 * (or dropped it): what B does not have now is lost. */
+		int n = pair_recv(w);
+
+		if (n < 0)
+			return 0; /* the next round's receive says so */
+		win_got(w, (unsigned)n);
+		if (!n)
+			w->win_out = 0;
+	}
+	out = w->win_out;
+	if (!cap && !out)
+		return 1; /* B has not even one frame's room: let the switch decide */
+	return cap > out ? (unsigned)(cap - out) : 0;
+}
+
+static void win_init(struct wk *w)
+{
+	unsigned room;
+
+	w->windowed = w->c->rate_gbps > 0;
+	if (!w->windowed)
+		return;
+	w->win_moved_ns = pt_now_ns();
+	/* Release no more at a time than the window can ever take, or the
+	 * pacing would wait for a whole burst the window then cuts. */
+	room = win_room(w);
+	if (room < w->c->burst)
+		w->pace_quantum = room;
+}
+
 /* A sends to B through the switch; one thread drives both, like netperf and netserver on one CPU. */
 int wk_loop_pair(struct wk *w)
 {
+	win_init(w);
 	for (;;) {
 		int full, sent, got;
+		uint64_t ns;
 
 		if (++w->iter % CHECK_EVERY == 0 && wk_service(w))
 			break;
-		sent = send_round(w, w->a, w->fa, &full);
-		if (sent < 0)
-			return sent;
-		got = recv_round(w, w->b);
+		got = pair_recv(w);
 		if (got < 0)
 			return got;
-		/* B's frames arrive as the switch takes A's: one fd to sleep on
-		 * (paced and ahead of time: until B gets frames, at most 1 ms). */
-		if (!got && !w->c->poll && (full >= 0 || (!sent && w->c->rate_gbps > 0))) {
-			got = wk_sleep_rx(w, w->b, NULL, full >= 0 ? WAIT_MS : 1);
-			if (got < 0)
-				return got;
+		/* What B got counts before the window is worked out from it. */
+		if (w->windowed)
+			win_got(w, (unsigned)got);
+		sent = send_round(w, w->a, w->fa, win_room(w), &full);
+		if (sent < 0)
+			return sent;
+		if (w->windowed && sent) {
+			w->win_out += (unsigned)sent;
+			w->win_moved_ns = pt_now_ns();
 		}
+		if (got || sent || w->c->poll)
+			continue;
+		/* B's frames arrive as the switch takes A's: one fd to sleep on,
+		 * until B gets frames (A's ring full, the window shut) or, paced
+		 * and ahead of time, until the next quantum is due. */
+		if (full >= 0)
+			ns = WAIT_NS;
+		else if (!(w->c->rate_gbps > 0))
+			continue; /* A took back used buffers: send again */
+		else if (!pace_credit(w))
+			ns = pace_due_ns(w);
+		else
+			ns = WAIT_NS; /* due, and the window is shut */
+		if (ns && (got = wk_sleep_rx(w, w->b, NULL, ns)) < 0)
+			return got;
 	}
 	/* The switch has nothing queued: A's used frames are all at B or dropped. */
 	{
@@ -298,7 +468,7 @@ static int await_response(struct wk *w, uint64_t seq, uint64_t t0)
 		if (w->b && (n = echo(w)) < 0)
 			return n;
 		if (!w->c->poll) {
-			n = wk_sleep_rx(w, w->a, w->b, WAIT_MS);
+			n = wk_sleep_rx(w, w->a, w->b, WAIT_NS);
 			if (n < 0)
 				return n;
 		}
