@@ -121,7 +121,7 @@ static inline bool uvn_netdev_q_broken(const struct uvn_netdev_q *q)
 void uvn_netdev_q_init(struct uvn_netdev_q *q, struct uvn_vq_dev *vq, uint64_t features, bool tx);
 
 /*
- * Zero-copy for a guest TX queue (seeds 001/004): frames are handed on as
+ * Zero-copy for a guest TX queue (docs/seeds.md, 001 and 004): frames are handed on as
  * packets whose segments point into the guest's buffers; each chain goes
  * back to the guest only when the last packet referring to it is freed
  * (a uvn_pkt_ubuf completion), in ring order when IN_ORDER was negotiated.

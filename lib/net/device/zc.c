@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Zero-copy guest TX (seeds 001 and 004). A frame leaves as a packet whose
+ * Zero-copy guest TX (docs/seeds.md, 001 and 004). A frame leaves as a packet whose
  * segments are the guest's own buffers; the chain is held until the last
  * packet pointing at it is freed, whose ubuf completion returns it. While
  * zero-copy is on every chain of the queue passes through a FIFO in pop
