@@ -7,6 +7,7 @@
  * pointer per segment.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include <uvnet/pkt.h>
@@ -87,6 +88,22 @@ void uvn_frag_pool_retire(struct uvn_frag_pool *fp)
 	drop_carving(fp);
 }
 
+/* Start carving the next free page. @return false if none is free */
+static bool next_page(struct uvn_frag_pool *fp)
+{
+	drop_carving(fp);
+	if (fp->free_head == NONE) {
+		fp->st.alloc_fail++;
+		return false;
+	}
+	fp->cur = fp->free_head;
+	fp->free_head = fp->pages[fp->cur].next_free;
+	fp->pages[fp->cur].refs = 1; /* the carving reference */
+	fp->st.pages_used++;
+	fp->off = 0;
+	return true;
+}
+
 void *uvn_frag_alloc(struct uvn_frag_pool *fp, size_t size, size_t align)
 {
 	size_t off;
@@ -96,21 +113,52 @@ void *uvn_frag_alloc(struct uvn_frag_pool *fp, size_t size, size_t align)
 		return NULL;
 	off = (fp->off + align - 1) & ~(align - 1);
 	if (fp->cur == NONE || off + size > fp->page_size) {
-		drop_carving(fp);
-		if (fp->free_head == NONE) {
-			fp->st.alloc_fail++;
+		if (!next_page(fp))
 			return NULL;
-		}
-		fp->cur = fp->free_head;
-		fp->free_head = fp->pages[fp->cur].next_free;
-		fp->pages[fp->cur].refs = 1; /* the carving reference */
-		fp->st.pages_used++;
 		off = 0;
 	}
 	fp->pages[fp->cur].refs++;
 	fp->off = off + size;
 	fp->st.frags_out++;
 	return fp->base + ((size_t)fp->cur << fp->shift) + off;
+}
+
+/*
+ * uvn_frag_alloc() of @n fragments at once (the rx refill's): the
+ * fragments of one page cost one update of its count. Declared in
+ * net/driver/rx_buf.h, the driver being its one user.
+ * @return fragments stored in @out (fewer than @n: no page was free)
+ */
+unsigned uvn_frag_alloc_n(struct uvn_frag_pool *fp, size_t size, size_t align, void **out,
+			  unsigned n);
+unsigned uvn_frag_alloc_n(struct uvn_frag_pool *fp, size_t size, size_t align, void **out,
+			  unsigned n)
+{
+	unsigned got = 0;
+
+	size = (size + align - 1) & ~(align - 1);
+	if (size > fp->page_size)
+		return 0;
+	while (got < n) {
+		size_t off = (fp->off + align - 1) & ~(align - 1), room;
+		unsigned k;
+		char *f;
+
+		if (fp->cur == NONE || off + size > fp->page_size) {
+			if (!next_page(fp))
+				break;
+			off = 0;
+		}
+		room = (fp->page_size - off) / size;
+		k = room < n - got ? (unsigned)room : n - got;
+		f = fp->base + ((size_t)fp->cur << fp->shift) + off;
+		for (unsigned i = 0; i < k; i++, f += size)
+			out[got++] = f;
+		fp->pages[fp->cur].refs += k;
+		fp->off = off + (size_t)k * size;
+		fp->st.frags_out += k;
+	}
+	return got;
 }
 
 static uint32_t page_of(const struct uvn_frag_pool *fp, const void *frag)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "net/driver/drv.h"
+#include "net/driver/rx_buf.h"
 
 static unsigned align_up(unsigned v, unsigned a)
 {
@@ -231,23 +232,63 @@ static int post_mrg(struct drv_rxq *rq, bool deferred, unsigned len)
 	return ret;
 }
 
+/*
+ * Mergeable with deferred allocation, the common refill: raw fragments,
+ * carved a chunk at a time, each posted as one descriptor. @return 0, or
+ * the error that stopped it (-ENOMEM: no fragment)
+ */
+static int fill_mrg_raw(struct drv_rxq *rq, unsigned room, unsigned *added)
+{
+	struct uvn_vq_drv *vq = rq->r.vq;
+	unsigned len = rq->buf_len;
+	void *buf[DRV_BURST];
+
+	while (room) {
+		unsigned want = room < DRV_BURST ? room : DRV_BURST;
+		unsigned got = uvn_frag_alloc_n(rq->frags, len, CACHE_LINE, buf, want), i;
+		int ret = 0;
+
+		for (i = 0; i < got; i++) {
+			ret = uvn_vq_drv_add_one(vq, drv_addr(buf[i]), len, true, buf[i]);
+			if (UVN_UNLIKELY(ret))
+				break;
+		}
+		*added += i;
+		if (UVN_UNLIKELY(i < got)) {
+			while (i < got)
+				uvn_frag_put(rq->frags, buf[i++]);
+			return ret;
+		}
+		if (got < want)
+			return -ENOMEM;
+		room -= got;
+	}
+	return 0;
+}
+
 void drv_rxq_fill(struct drv_rxq *rq)
 {
 	bool deferred;
 	unsigned need = rq->mode == UVN_RX_BIG && (!rq->d->indirect || big_add_flags(rq->d))
 				? DRV_BIG_DESCS : 1;
 	unsigned added = 0, batch = rq->r.num / 8 < DRV_BURST ? rq->r.num / 8 : DRV_BURST;
+	unsigned room = uvn_vq_drv_num_free(rq->r.vq);
 	int ret = 0;
 
 	/* Refill in batches: each refill ends with a publish and a full fence.
 	 * Chains of many descriptors (big mode) go back one by one: holding
 	 * one back would cost a sizeable share of the few that fit. */
-	if (uvn_vq_drv_num_free(rq->r.vq) < (need > 1 ? need : batch))
+	if (room < (need > 1 ? need : batch))
 		return;
 	deferred = drv_opt(rq->d, UVN_OPT_DEFERRED_ALLOC);
 
-	if (rq->mode == UVN_RX_MERGEABLE)
+	if (rq->mode == UVN_RX_MERGEABLE) {
 		rq->buf_len = drv_mrg_buf_len(rq);
+		if (deferred) {
+			ret = fill_mrg_raw(rq, room, &added);
+			goto posted;
+		}
+	}
 	while (uvn_vq_drv_num_free(rq->r.vq) >= need) {
 		switch (rq->mode) {
 		case UVN_RX_SMALL:
@@ -264,6 +305,7 @@ void drv_rxq_fill(struct drv_rxq *rq)
 			break;
 		added++;
 	}
+posted:
 	if (ret == -ENOMEM)
 		rq->st.refill_fail++;
 	if (!added)
