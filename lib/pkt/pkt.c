@@ -146,17 +146,23 @@ struct uvn_pkt *uvn_pkt_alloc(struct uvn_pkt_pool *pool)
 	return p;
 }
 
+/* The segments are fragments of a pool: give them back. */
+static inline void put_frags(struct uvn_pkt *p)
+{
+	if (p->frags) {
+		for (unsigned i = 0; i < p->nseg; i++)
+			uvn_frag_put(p->frags, p->seg[i].iov_base);
+		p->frags = NULL;
+	}
+}
+
 void uvn_pkt_free(struct uvn_pkt *p)
 {
 	struct uvn_pkt_pool *pool = p->pool;
 
 	if (--p->refcnt)
 		return;
-	if (p->frags) {
-		for (unsigned i = 0; i < p->nseg; i++)
-			uvn_frag_put(p->frags, p->seg[i].iov_base);
-		p->frags = NULL;
-	}
+	put_frags(p);
 	if (p->ubuf) {
 		struct uvn_pkt_ubuf *u = p->ubuf;
 
@@ -173,8 +179,10 @@ void uvn_pkt_free_bulk(struct uvn_pkt **pkts, unsigned n)
 		struct uvn_pkt *p = pkts[i];
 		struct uvn_pkt_pool *pool = p->pool;
 
-		/* The common case: the last reference, nothing borrowed. */
-		if (__builtin_expect(p->refcnt == 1 && !p->frags && !p->ubuf, 1)) {
+		/* The common case: the last reference, nothing borrowed (a
+		 * received frame's fragments go back to their pool here). */
+		if (__builtin_expect(p->refcnt == 1 && !p->ubuf, 1)) {
+			put_frags(p);
 			p->refcnt = 0;
 			pool->free[pool->nfree++] = p;
 			pool->st.freed++;
