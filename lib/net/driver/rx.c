@@ -386,16 +386,23 @@ static void rx_mrg(struct drv_rxq *rq, void *tok, uint32_t len, struct uvn_pkt *
  * Mergeable, deferred: the common frame is one buffer with a plain header
  * (num_buffers 1, no flags, no GSO). Its packet object comes from a bulk
  * allocation and needs no header copy (a fresh object's metadata is zero).
- * Anything else takes rx_mrg(). @return frames delivered
+ * Anything else takes rx_mrg(). The count of frames delivered is kept in
+ * a local (*got could alias the packets' fields) and stored around rx_mrg().
  */
-static unsigned rx_mrg_burst(struct drv_rxq *rq, const struct uvn_vq_done *done, unsigned r,
-			     struct uvn_pkt **out, unsigned *got)
+static void rx_mrg_burst(struct drv_rxq *rq, const struct uvn_vq_done *done, unsigned r,
+			 struct uvn_pkt **out, unsigned *got)
 {
 	const unsigned hl = rq->d->hdr_len;
+	struct uvn_frag_pool *frags = rq->frags;
+	const uint16_t q = (uint16_t)rq->q;
 	struct uvn_pkt *objs[DRV_BURST];
-	unsigned k = 0, used = 0, fast = 0;
+	unsigned k = 0, used = 0, g = *got;
 	uint64_t bytes = 0;
 	uint32_t ewma = rq->ewma;
+	/* The average sizes the buffers only in EWMA sizing (drv_mrg_buf_len()):
+	 * the fast path keeps it then alone (switched on later, it starts
+	 * from where it was left). */
+	const bool track = drv_opt(rq->d, UVN_OPT_MRG_SIZING) == UVN_MRG_EWMA;
 
 	/* Objects for raw buffers (deferred allocation); posted objects come back with theirs. */
 	if (tok_tag(done[0].token) != TOK_PKT)
@@ -412,30 +419,33 @@ static unsigned rx_mrg_burst(struct drv_rxq *rq, const struct uvn_vq_done *done,
 			if (UVN_LIKELY(!fg && le16toh(nb) == 1)) {
 				struct uvn_pkt *p = objs[used++];
 
-				p->frags = rq->frags;
+				len -= hl;
+				p->frags = frags;
 				p->buf = buf;
 				p->seg[0].iov_base = buf + hl;
-				p->seg[0].iov_len = len - hl;
+				p->seg[0].iov_len = len;
 				p->nseg = 1;
-				p->len = len - hl;
-				p->queue = (uint16_t)rq->q;
-				ewma = ewma ? (ewma * (EWMA_WEIGHT - 1) + p->len) / EWMA_WEIGHT : p->len;
-				bytes += p->len;
-				out[(*got)++] = p;
-				fast++;
+				p->len = len;
+				p->queue = q;
+				if (track)
+					ewma = ewma ? (ewma * (EWMA_WEIGHT - 1) + len) / EWMA_WEIGHT : len;
+				bytes += len;
+				out[g++] = p;
 				continue;
 			}
 		}
 		rq->ewma = ewma;
+		*got = g;
 		rx_mrg(rq, done[i].token, len, out, got);
 		ewma = rq->ewma;
+		g = *got;
 	}
+	*got = g;
 	rq->ewma = ewma;
 	if (used < k)
 		uvn_pkt_free_bulk(objs + used, k - used);
-	rq->st.packets += fast;
+	rq->st.packets += used;
 	rq->st.bytes += bytes;
-	return fast;
 }
 
 int uvn_rx_burst(struct uvn_drv *d, unsigned q, struct uvn_pkt **pkts, unsigned n)
