@@ -672,6 +672,9 @@ static void test_ctrl_without_ack_buffer_is_counted(void **state)
 #define LONG_SEGS (UVN_NETDEV_MAX_IOV + 76)
 #define LONG_NUM 2048
 
+/* Each test runs on a split, a packed and an IN_ORDER split ring. */
+static const uint64_t long_rings[] = { 0, F_PACKED, F_IN_ORDER };
+
 static struct ndf *setup_long(uint64_t features, bool tx)
 {
 	struct ndf *fx = calloc(1, sizeof(*fx));
@@ -699,11 +702,9 @@ static void guest_long(struct ndf *fx, bool in, void *token)
 
 static void test_tx_long_chain_dropped(void **state)
 {
-	static const uint64_t features[] = { BASE, BASE | F_PACKED, BASE | F_IN_ORDER };
-
 	(void)state;
 	for (unsigned k = 0; k < 3; k++) {
-		struct ndf *fx = setup_long(features[k], true);
+		struct ndf *fx = setup_long(BASE | long_rings[k], true);
 		struct virtio_net_hdr_v1 h = { 0 };
 		struct uvn_vq_done done[4];
 		uint8_t frame[60];
@@ -731,11 +732,9 @@ static void test_tx_long_chain_dropped(void **state)
 
 static void test_rx_long_chain_dropped(void **state)
 {
-	static const uint64_t features[] = { BASE, BASE | F_PACKED, BASE | F_IN_ORDER };
-
 	(void)state;
 	for (unsigned k = 0; k < 3; k++) {
-		struct ndf *fx = setup_long(features[k], false);
+		struct ndf *fx = setup_long(BASE | long_rings[k], false);
 		struct uvn_pkt *p = make_pkt(fx, 1000, 10);
 		struct uvn_vq_done done[4];
 
@@ -759,12 +758,9 @@ static void test_rx_long_chain_dropped(void **state)
  * first (ring order, IN_ORDER included), the frame goes in after it. */
 static void test_rx_mergeable_long_chain_mid_frame(void **state)
 {
-	static const uint64_t mrg = BASE | F(VIRTIO_NET_F_MRG_RXBUF);
-	static const uint64_t features[] = { mrg, mrg | F_PACKED, mrg | F_IN_ORDER };
-
 	(void)state;
 	for (unsigned k = 0; k < 3; k++) {
-		struct ndf *fx = setup_long(features[k], false);
+		struct ndf *fx = setup_long(BASE | F(VIRTIO_NET_F_MRG_RXBUF) | long_rings[k], false);
 		struct uvn_pkt *p = make_pkt(fx, 2500, 11);
 		struct uvn_vq_done done[8];
 

@@ -407,19 +407,27 @@ static void hostile_attach_args(void **state)
 	assert_int_equal(uvn_inflight_slice_size(256), (32 + 32 * 256 + 63) / 64 * 64);
 }
 
+/* A new device half recovering from h_setup's region: 2, 5, 1 pending. */
+static struct uvn_vq_dev *h_recover(struct hostile *h)
+{
+	struct uvn_vq_dev *dev;
+
+	h_setup(h);
+	dev = h_dev(h);
+	assert_int_equal(uvn_vq_dev_inflight_attach(dev, h->r, h->rlen), 0);
+	assert_int_equal(uvn_vq_dev_inflight_pending(dev), 3);
+	return dev;
+}
+
 /* The plain recovery of h_setup's region: 2, 5, 1 again, in that order. */
 static void resubmits_in_pop_order(void **state)
 {
 	struct hostile h;
-	struct uvn_vq_dev *dev;
+	struct uvn_vq_dev *dev = h_recover(&h);
 	struct uvn_vq_chain ch;
 	struct iovec iov[2];
 
 	(void)state;
-	h_setup(&h);
-	dev = h_dev(&h);
-	assert_int_equal(uvn_vq_dev_inflight_attach(dev, h.r, h.rlen), 0);
-	assert_int_equal(uvn_vq_dev_inflight_pending(dev), 3);
 	assert_int_equal(uvn_vq_dev_pop(dev, &ch, iov, 2), 1);
 	assert_int_equal(ch.id, 2);
 	assert_int_equal(uvn_vq_dev_pop(dev, &ch, iov, 2), 1);
@@ -443,14 +451,11 @@ static void resubmits_in_pop_order(void **state)
 static void iov_full_neither_taken_nor_marked(void **state)
 {
 	struct hostile h;
-	struct uvn_vq_dev *dev;
+	struct uvn_vq_dev *dev = h_recover(&h);
 	struct uvn_vq_chain ch;
 	struct iovec iov[2];
 
 	(void)state;
-	h_setup(&h);
-	dev = h_dev(&h);
-	assert_int_equal(uvn_vq_dev_inflight_attach(dev, h.r, h.rlen), 0);
 	assert_int_equal(uvn_vq_dev_pop(dev, &ch, iov, 0), -UVN_VQ_E_IOV_FULL);
 	assert_int_equal(ch.id, 2);
 	assert_int_equal(uvn_vq_dev_inflight_pending(dev), 3);
