@@ -40,7 +40,6 @@ struct uvn_dev {
 	struct dev_ring rx[UVN_DEV_MAX_QUEUE_PAIRS]; /* guest RX rings */
 	struct dev_ring tx[UVN_DEV_MAX_QUEUE_PAIRS]; /* guest TX rings */
 	struct dev_ring ctrl;
-	struct iovec discard_iov[UVN_NETDEV_MAX_IOV]; /* discard()'s scratch */
 };
 
 static inline struct dev_ring *dev_ring_at(const struct uvn_dev *d, unsigned ring)

@@ -127,12 +127,14 @@ bool uvn_dev_ctrl_arm(struct uvn_dev *d)
 static unsigned discard(struct uvn_dev *d, struct uvn_vu_queue *q, struct uvn_vq_dev *dev,
 			unsigned budget)
 {
-	struct iovec *iov = d->discard_iov; /* per device: two may run on two threads */
 	unsigned num = uvn_vq_dev_num(dev), n = 0, staged = 0;
 	struct uvn_vq_chain ch;
 	bool notify = false;
 
-	while (n < budget && uvn_vq_dev_pop(dev, &ch, iov, UVN_NETDEV_MAX_IOV) > 0) {
+	/* Popped without iovecs: the chain is checked and taken, not translated,
+	 * so one of any legal length goes back too (with an array it would be
+	 * IOV_FULL and stay, stopping the drain there). */
+	while (n < budget && uvn_vq_dev_pop(dev, &ch, NULL, 0) > 0) {
 		uvn_vq_dev_push(dev, &ch, 0);
 		n++;
 		/* Published before the staged chains could outnumber the ring. */

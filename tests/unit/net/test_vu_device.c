@@ -12,7 +12,9 @@
  *   path finds nothing;
  * - a ring paused and resumed starts every counter again, the
  *   notifications its event index spared too;
- * - features the application refuses are not the device's.
+ * - features the application refuses are not the device's;
+ * - a disabled TX ring is drained, a chain longer than any iovec array
+ *   included.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -339,6 +341,40 @@ static void test_features_refused(void **state)
 	rig_close(&r);
 }
 
+/*
+ * A TX ring QEMU disabled is drained (its frames dropped) so that the guest
+ * gets its buffers back. A legal chain of more buffers than the netdev's
+ * iovec array must go back too: popped into that array it is IOV_FULL and
+ * stays, and the drain stopped at it, every chain behind it held.
+ */
+static void test_discard_long_chain(void **state)
+{
+	enum { BIG = 2048, LONG = UVN_NETDEV_MAX_IOV + 8 };
+	static struct uvn_sg sg[LONG];
+	struct uvn_vq_done done[2];
+	struct uvn_vq_drv *drv;
+	struct rig r;
+
+	(void)state;
+	rig_attach(&r);
+	fe_negotiate_qemu(&r.f, BIG);
+	drv = fe_driver(&r.f, 1, BIG);
+	for (unsigned i = 0; i < LONG; i++)
+		sg[i] = (struct uvn_sg){ .addr = r.f.gpa + TX_OFF, .len = HDR + FRAME_LEN };
+	assert_int_equal(uvn_vq_drv_add(drv, sg, LONG, 0, &sg[0], 0), 0);
+	assert_int_equal(uvn_vq_drv_add(drv, sg, 1, 0, &sg[1], 0), 0);
+	(void)uvn_vq_drv_kick_prepare(drv);
+	fe_vring_state(&r.f, VHOST_USER_SET_VRING_ENABLE, 1, 0);
+	assert_int_equal(r.stopped[1], 1);
+	assert_int_equal(uvn_dev_discard_disabled(r.d, 64), 2);
+	assert_int_equal(uvn_vq_drv_get_used(drv, done, 2), 2);
+	assert_ptr_equal(done[0].token, &sg[0]);
+	assert_ptr_equal(done[1].token, &sg[1]);
+	assert_int_equal(uvn_dev_discard_disabled(r.d, 64), 0);
+	uvn_vq_drv_destroy(drv);
+	rig_close(&r);
+}
+
 static void test_disconnect(void **state)
 {
 	struct uvn_dev_q_stats st;
@@ -368,6 +404,7 @@ int main(void)
 		cmocka_unit_test(test_guest_rx),
 		cmocka_unit_test(test_stats_across_pause),
 		cmocka_unit_test(test_features_refused),
+		cmocka_unit_test(test_discard_long_chain),
 		cmocka_unit_test(test_disconnect),
 	};
 
