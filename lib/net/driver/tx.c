@@ -7,7 +7,7 @@
  * a one-segment frame then takes one descriptor and no table. Otherwise
  * the header goes into a per-slot area of the arena and leads the chain,
  * which with INDIRECT_DESC is one indirect table holding header and
- * segments (from the descriptor cache, seed 002). Frames outside the arena
+ * segments (from the descriptor cache, cache.c). Frames outside the arena
  * are copied into the slot's bounce buffer.
  *
  * Buffers the backend used are reclaimed in batches (free_old_xmit) when
