@@ -118,12 +118,17 @@ static void reset(struct uvn_pkt *p)
 
 unsigned uvn_pkt_alloc_bulk(struct uvn_pkt_pool *pool, struct uvn_pkt **pkts, unsigned n)
 {
+	struct uvn_pkt **top;
+
 	if (pool->nfree < n) {
 		pool->st.alloc_fail++;
 		return 0;
 	}
+	/* Popped through a local: the resets' stores could alias the count. */
+	top = pool->free + pool->nfree;
+	pool->nfree -= n;
 	for (unsigned i = 0; i < n; i++) {
-		struct uvn_pkt *p = pool->free[--pool->nfree];
+		struct uvn_pkt *p = *--top;
 
 		reset(p);
 		pkts[i] = p;
