@@ -7,7 +7,8 @@
  * and avail position < num), and after every flush the used position must
  * have moved by exactly what was pushed. The ring ends at a guard page
  * with everything before it poisoned (fz_area), so a used element written
- * past it is caught by ASan.
+ * past it is caught by ASan. Every input starts from the same state
+ * (FZ_REPEAT=1 checks it: fuzz_repeat.h).
  *
  * Input:
  *   [0]     flags: FL_* below
@@ -38,6 +39,7 @@
 #include <uvnet/virtqueue.h>
 
 #include "fuzz_mem.h"
+#include "fuzz_repeat.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -241,8 +243,16 @@ static bool op_pop(struct rw *r, unsigned arg)
 
 	for (unsigned k = 0; k <= arg && r->nheld < r->num; k++) {
 		struct held *h = &r->held[r->nheld];
+		uint16_t before = uvn_vq_dev_avail_state(r->vq);
 		int ret = uvn_vq_dev_pop(r->vq, &h->ch, iov, IOV_MAX_W);
 
+		if (ret == -UVN_VQ_E_IOV_FULL) {
+			/* A legal chain longer than our array: not taken, the
+			 * queue runs. */
+			CHECK(!uvn_vq_dev_error(r->vq));
+			CHECK(uvn_vq_dev_avail_state(r->vq) == before);
+			break;
+		}
 		if (ret < 0) {
 			CHECK(uvn_vq_dev_error(r->vq) == ret);
 			return false;
@@ -354,15 +364,20 @@ static void run(struct rw *r)
 		check_flushed(r);
 }
 
-static struct fz_area ring_area;
+/* Kept across inputs, each ending at a guard page (fz_area). */
+static struct fz_area ring_area, held_area;
 
 /* Room for the largest ring either layout takes (num <= 256). */
 static size_t ring_cap(void)
 {
+	static size_t cap;
 	struct uvn_vq_layout s, p;
 
-	CHECK(uvn_vq_layout(false, 256, &s) == 0 && uvn_vq_layout(true, 256, &p) == 0);
-	return s.size > p.size ? s.size : p.size;
+	if (!cap) {
+		CHECK(uvn_vq_layout(false, 256, &s) == 0 && uvn_vq_layout(true, 256, &p) == 0);
+		cap = s.size > p.size ? s.size : p.size;
+	}
+	return cap;
 }
 
 static bool setup(struct rw *r, const uint8_t *data)
@@ -377,13 +392,15 @@ static bool setup(struct rw *r, const uint8_t *data)
 	r->num = r->packed ? 1u + data[1] : 1u << (data[1] % 9);
 	if (uvn_vq_layout(r->packed, r->num, &r->lay))
 		return false;
-	/* Kept across inputs, ends at a guard page: a write past the ring
-	 * is caught (16: the alignment calloc gave). */
+	/* The ring ends at a guard page: a write past it is caught (16: the
+	 * alignment calloc gave); so does the array of held chains. */
 	r->ring = fz_area_get(&ring_area, ring_cap(), r->lay.size, 16);
-	r->held = calloc(r->num, sizeof(*r->held));
+	r->held = (struct held *)fz_area_get(&held_area, 256 * sizeof(*r->held),
+					    r->num * sizeof(*r->held), 16);
 	if (!r->ring || !r->held || !fz_mem_add(&r->mem, GPA, MEM_LEN))
 		return false;
 	memset(r->ring, 0, r->lay.size);
+	memset(r->held, 0, r->num * sizeof(*r->held));
 	cfg.num = r->num;
 	cfg.features = 1ull << VIRTIO_F_VERSION_1 |
 		       (r->packed ? 1ull << VIRTIO_F_RING_PACKED : 0) |
@@ -413,21 +430,47 @@ static bool setup(struct rw *r, const uint8_t *data)
 	return true;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* How an input ended, to compare two runs of it (FZ_REPEAT). */
+struct outcome {
+	struct uvn_vq_stats st;
+	uint64_t ring_hash, mem_hash;
+	int32_t err;
+	uint32_t nheld;
+	uint16_t used, avail, pad[2];
+};
+
+static void run_input(const uint8_t *data, size_t size, void *out)
 {
+	struct outcome *o = out;
 	struct rw r = { 0 };
 
-	if (size < 4)
-		return 0;
 	if (setup(&r, data)) {
 		r.in = data + 4;
 		r.left = size - 4;
 		run(&r);
 	}
+	if (o && r.vq) {
+		o->st = *uvn_vq_dev_stats(r.vq);
+		o->err = uvn_vq_dev_error(r.vq);
+		o->used = uvn_vq_dev_used_state(r.vq);
+		o->avail = uvn_vq_dev_avail_state(r.vq);
+		o->nheld = r.nheld;
+		o->ring_hash = fz_hash(r.ring, r.lay.size, FZ_HASH_SEED);
+		o->mem_hash = fz_hash(r.mem.pc[0].host, MEM_LEN, FZ_HASH_SEED);
+	}
 	if (r.vq)
 		uvn_vq_dev_destroy(r.vq);
 	fz_mem_free(&r.mem);
-	free(r.held);
+	fz_area_put(&held_area);
 	fz_area_put(&ring_area);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct outcome a, b;
+
+	if (size < 4)
+		return 0;
+	fz_run_checked(run_input, data, size, &a, &b, sizeof(a));
 	return 0;
 }
