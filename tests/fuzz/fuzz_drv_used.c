@@ -10,7 +10,8 @@
  * queue and every later call reports it. Only published chains can come
  * back: a used element naming a chain added since the last publish breaks
  * the queue. As long as only the well-behaved device has written the ring,
- * the queue must not break.
+ * the queue must not break. Every input starts from the same state
+ * (FZ_REPEAT=1 checks it: fuzz_repeat.h).
  *
  * Input:
  *   [0] flags: packed, IN_ORDER, EVENT_IDX, INDIRECT_DESC (bit 0..3)
@@ -40,6 +41,7 @@
 #include <uvnet/virtqueue.h>
 
 #include "fuzz_mem.h"
+#include "fuzz_repeat.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -71,10 +73,10 @@ struct du {
 	struct uvn_vq_drv *drv;
 	const uint8_t *in;
 	size_t left;
-	struct token tok[MAX_NUM * 4];
+	struct token *tok; /* MAX_NUM * 4 */
 	unsigned ntok;
 	/* the oldest tokens not yet completed by DEVICE, in add order */
-	unsigned fifo[MAX_NUM * 4];
+	unsigned *fifo;    /* MAX_NUM * 4 */
 	unsigned fifo_head, fifo_tail;
 	unsigned fifo_pub; /* fifo entries before this one are published */
 	bool hostile;      /* USED or IDX wrote the device's side */
@@ -82,8 +84,8 @@ struct du {
 	uint16_t dev_used;
 	bool dev_wrap;
 	uint16_t drv_pos; /* packed: where the next chain starts */
-	struct table tables[MAX_TABLES];
-	unsigned ntables;
+	struct table *tables; /* MAX_TABLES */
+	unsigned ntables, tables_hw; /* in use; ever used (the rest still zero) */
 };
 
 static uint8_t take8(struct du *d)
@@ -116,6 +118,8 @@ static void *table_alloc(void *ctx, unsigned n, uint64_t *addr)
 	if (d->ntables == MAX_TABLES || !(p = malloc(16u * n)))
 		return NULL;
 	d->tables[d->ntables++] = (struct table){ p, n };
+	if (d->ntables > d->tables_hw)
+		d->tables_hw = d->ntables;
 	*addr = (uint64_t)(uintptr_t)p;
 	return p;
 }
@@ -335,18 +339,48 @@ static void run(struct du *d)
 			CHECK(!d->tok[i].in_flight);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/*
+ * The arrays are kept from one input to the next and zeroed only where the
+ * last input wrote them (zeroing 80 KB per input was a good part of a
+ * short one's time): every input starts from the same all-zero state.
+ */
+static void reset(struct du *d)
+{
+	static struct token tok[MAX_NUM * 4];
+	static unsigned fifo[MAX_NUM * 4];
+	static struct table tables[MAX_TABLES];
+
+	if (d->tok) {
+		/* tokens and fifo entries are written only below ntok */
+		memset(tok, 0, d->ntok * sizeof(*tok));
+		memset(fifo, 0, d->ntok * sizeof(*fifo));
+		memset(tables, 0, d->tables_hw * sizeof(*tables));
+	}
+	memset(d, 0, sizeof(*d));
+	d->tok = tok;
+	d->fifo = fifo;
+	d->tables = tables;
+}
+
+/* How an input ended, to compare two runs of it (FZ_REPEAT). */
+struct outcome {
+	struct uvn_vq_stats st;
+	uint64_t tok_hash; /* (not the ring: it holds the tables' addresses) */
+	int32_t err;
+	uint32_t ntok, ntables, hostile;
+};
+
+static void run_input(const uint8_t *data, size_t size, void *out)
 {
 	static struct du d;
 	struct uvn_vq_drv_cfg cfg = { 0 };
+	struct outcome *o = out;
 
-	if (size < 2)
-		return 0;
-	memset(&d, 0, sizeof(d));
+	reset(&d);
 	d.packed = data[0] & 1;
 	d.num = d.packed ? 1u + data[1] : 1u << (data[1] % 9);
 	if (uvn_vq_layout(d.packed, d.num, &d.lay))
-		return 0;
+		return;
 	/* Exact size: a read past the ring lands in ASan's redzone. */
 	CHECK(posix_memalign((void **)&d.ring, 16, d.lay.size) == 0);
 	memset(d.ring, 0, d.lay.size);
@@ -365,10 +399,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	d.in = data + 2;
 	d.left = size - 2;
 	run(&d);
+	if (o) {
+		o->st = *uvn_vq_drv_stats(d.drv);
+		o->err = uvn_vq_drv_error(d.drv);
+		o->tok_hash = fz_hash(d.tok, d.ntok * sizeof(*d.tok), FZ_HASH_SEED);
+		o->ntok = d.ntok;
+		o->ntables = d.ntables;
+		o->hostile = d.hostile;
+	}
 	uvn_vq_drv_destroy(d.drv);
 	/* Tables of a broken queue are forgotten, not leaked by the driver. */
 	for (unsigned i = 0; i < d.ntables; i++)
 		free(d.tables[i].p);
 	free(d.ring);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct outcome a, b;
+
+	if (size < 2)
+		return 0;
+	fz_run_checked(run_input, data, size, &a, &b, sizeof(a));
 	return 0;
 }
