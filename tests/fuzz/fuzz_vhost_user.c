@@ -11,6 +11,11 @@
  *   (le16, at most 512)   then the payload bytes.
  * The backend must never crash; when the session ends every fd it was
  * given is closed (the process's fd count is back where it started).
+ *
+ * After each message the backend is given up to four turns, as long as it
+ * has bytes to read (a turn with none would only find EAGAIN), and the
+ * replies are read when it sent some. Every input starts from the same
+ * state (a new session); FZ_REPEAT=1 checks it (fuzz_repeat.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,13 +23,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fuzz_repeat.h"
 #include "fuzz_vu.h"
 #include "util/log.h"
-#include "vhost_user/backend.h"
+#include "vhost_user/internal.h"
 
 #define MEM_SIZE (1u << 20)
 #define MAX_PAYLOAD FZ_VU_MAX_PAYLOAD
@@ -90,16 +97,46 @@ static void send_msg(int sock, const uint8_t *hdr, const uint8_t *payload, uint3
 		close(fds[i]); /* the backend has its own copies now */
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/*
+ * Would a turn of the backend do anything? It reads the socket (nothing
+ * there: EAGAIN, no change) unless the session is already dead or its
+ * memory faulted, which the turn reports without reading.
+ */
+static bool backend_has_work(const struct uvn_vu_backend *b, int sock)
+{
+	int n = 0;
+
+	if (b->dead || uvn_mem_owner_faults(&b->guard))
+		return true;
+	if (ioctl(sock, FIONREAD, &n) < 0)
+		abort();
+	return n > 0;
+}
+
+/* How an input ended, to compare two runs of it (FZ_REPEAT). */
+struct outcome {
+	struct uvn_vu_stats st;
+	uint64_t replies_read;
+	uint64_t alive_msgs; /* messages sent before the session ended */
+};
+
+static void run_input(const uint8_t *data, size_t size, void *out)
 {
 	struct uvn_vu_backend_cfg cfg = {
 		.features = NET_FEATURES, .queue_num = 3, .ops = &ops, .name = "fuzz",
 	};
+	/* fds open after the last input: where this one must end too (one
+	 * count of /proc/self/fd per input, not two); -1: count afresh */
+	static int fds_after = -1;
+	bool fresh = fds_after < 0;
+	unsigned fds0 = fresh ? fz_count_fds() : (unsigned)fds_after, fds1;
+	struct outcome mine, *o = out ? out : &mine;
 	struct uvn_vu_backend *b;
-	unsigned fds0 = fz_count_fds();
+	uint64_t replies = 0, io_errs = 0;
 	int sv[2];
-	bool alive = true;
+	bool alive = true, idle_turn = true;
 
+	memset(o, 0, sizeof(*o));
 	uvn_log_level = UVN_LOG_ERR - 1; /* quiet: the peer errors are the point */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		abort();
@@ -109,6 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint8_t hdr[12] = { 0 };
 		uint32_t flags = data[1] == 0 ? 1u : data[1] == 1 ? 9u : data[1];
 		uint32_t len = (uint32_t)(data[3] | data[4] << 8), claim;
+		const struct uvn_vu_stats *st = uvn_vu_backend_stats(b);
 
 		hdr[0] = data[0];
 		memcpy(hdr + 4, &flags, 4);
@@ -123,16 +161,47 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		send_msg(sv[0], hdr, data + 5, len, data[2] & 3);
 		data += 5 + len;
 		size -= 5 + len;
-		/* One message per call; a short one leaves the rest pending. */
-		for (int k = 0; k < 4 && alive; k++)
+		o->alive_msgs++;
+		/* One message per turn; a short one leaves the rest pending.
+		 * The first message also gets one turn with nothing to read:
+		 * the backend finding its socket empty is a path too. */
+		for (int k = 0; k < 4 && alive; k++) {
+			if (!backend_has_work(b, sv[1])) {
+				if (!idle_turn)
+					break;
+				idle_turn = false;
+			}
 			alive = uvn_vu_backend_handle(b) == 0;
-		(void)fz_vu_drain(sv[0], NULL);
+		}
+		/* Replies only come from a turn that sent one (or tried to). */
+		if (st->replies != replies || st->err_io != io_errs) {
+			replies = st->replies;
+			io_errs = st->err_io;
+			o->replies_read += fz_vu_drain(sv[0], NULL);
+		}
 	}
 	close(sv[0]);
 	while (alive)
 		alive = uvn_vu_backend_handle(b) == 0;
+	o->st = *uvn_vu_backend_stats(b);
 	uvn_vu_backend_destroy(b);
-	if (fz_count_fds() != fds0)
+	fds1 = fz_count_fds();
+	if (fds1 != fds0 && !fresh) {
+		/* Maybe not this input's doing (the fuzzer's own files between
+		 * inputs): run it again from a fresh count; a leak leaks again. */
+		fds_after = -1;
+		run_input(data, size, out);
+		return;
+	}
+	if (fds1 != fds0)
 		abort(); /* an fd the frontend sent, or the session's own, leaked */
+	fds_after = (int)fds1;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct outcome a, b;
+
+	fz_run_checked(run_input, data, size, &a, &b, sizeof(a));
 	return 0;
 }
