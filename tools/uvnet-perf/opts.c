@@ -67,6 +67,7 @@ void pt_usage(FILE *f)
 	      "  -M, --mode poll|event  both sides busy-poll (default) or sleep on notifications\n"
 	      "  -Q, --queues N       queue pairs (one driver thread serves them all)\n"
 	      "      --burst N        frames per burst (default 32)\n"
+	      "      --queue-size N   uvnet's driver: entries per ring (64..32768, a power of two; default 256)\n"
 	      "      --dirty          the sender writes every byte, the receiver reads every byte\n"
 	      "      --pair           two uvnet drivers through uvnetd's switch (A sends to B)\n"
 	      "      --rate GBPS      stream: pace uvnet's sender to GBPS (compare CPU at equal throughput)\n\n"
@@ -118,6 +119,7 @@ void pt_cfg_defaults(struct pt_cfg *c)
 	c->dev_cpu = 0;
 	c->drv_cpu = 1;
 	c->burst = 32;
+	c->queue_size = 256;
 }
 
 const char *pt_cfg_check(const struct pt_cfg *c)
@@ -134,6 +136,10 @@ const char *pt_cfg_check(const struct pt_cfg *c)
 		return "--duration must be > 0 and --warmup >= 0";
 	if (!c->burst || c->burst > 256)
 		return "--burst must be 1..256";
+	if (c->queue_size < 64 || c->queue_size > 32768 || (c->queue_size & (c->queue_size - 1)))
+		return "--queue-size must be a power of two, 64..32768";
+	if (c->queue_size != 256 && c->driver == PT_DRV_DPDK)
+		return "--queue-size sets uvnet's driver (testpmd's rings stay at 256)";
 	if (c->desc_cache_thr < 1 || c->desc_cache_thr > UVN_DRV_DESC_CACHE_MAX)
 		return "--desc-cache N must be 1..20";
 	if (c->rx_mode == UVN_RX_SMALL && c->size > 1518 && (c->dir == PT_RX || c->test == PT_RR || c->pair))
@@ -218,7 +224,7 @@ static int desc_cache(const char *v, struct pt_cfg *c)
 }
 
 enum {
-	O_SEGS = 256, O_BURST, O_DIRTY, O_PAIR, O_DEFERRED, O_MERGE, O_DESC, O_ZC, O_DRIVER,
+	O_SEGS = 256, O_BURST, O_QSIZE, O_DIRTY, O_PAIR, O_DEFERRED, O_MERGE, O_DESC, O_ZC, O_DRIVER,
 	O_DEVICE, O_CONNECT_PID, O_DEV_CPU, O_DRV_CPU, O_UVNETD, O_TESTPMD,
 	O_SUITE, O_COMPARE, O_RUNS, O_PLOT, O_RATE,
 };
@@ -235,6 +241,7 @@ static const struct option longopts[] = {
 	{ "mode", required_argument, NULL, 'M' },
 	{ "queues", required_argument, NULL, 'Q' },
 	{ "burst", required_argument, NULL, O_BURST },
+	{ "queue-size", required_argument, NULL, O_QSIZE },
 	{ "dirty", no_argument, NULL, O_DIRTY },
 	{ "pair", no_argument, NULL, O_PAIR },
 	{ "rate", required_argument, NULL, O_RATE },
@@ -285,6 +292,7 @@ static int parse_cfg(int opt, const char *v, struct pt_opts *o)
 		break;
 	case 'Q': r = uint_arg(v, 1, UVN_DRV_MAX_QUEUE_PAIRS, &c->queues); break;
 	case O_BURST: r = uint_arg(v, 1, 256, &c->burst); break;
+	case O_QSIZE: r = uint_arg(v, 1, 32768, &c->queue_size); break;
 	case O_DIRTY: c->dirty = true; break;
 	case O_PAIR: c->pair = true; break;
 	case O_RATE: r = num(v, 0.001, 10000, &c->rate_gbps); break;

@@ -69,6 +69,7 @@ struct pt_cfg {
 	pid_t connect_pid;          /* its process, for its CPU (0: unknown) */
 	int dev_cpu, drv_cpu;
 	unsigned burst;
+	unsigned queue_size;         /* uvnet's driver: ring entries (its RX and TX rings) */
 };
 
 enum pt_status { PT_OK, PT_NA, PT_ERR };

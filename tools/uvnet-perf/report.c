@@ -54,7 +54,8 @@ static void json_cfg(FILE *f, const struct pt_result *r)
 	jstr(f, "ring", pt_ring_name(c->ring));
 	jstr(f, "rx_mode", pt_rx_mode_name(r->status == PT_OK && ours ? r->rx_mode_used : c->rx_mode));
 	jstr(f, "mode", c->poll ? "poll" : "event");
-	fprintf(f, ",\"queues\":%u,\"burst\":%u", c->queues, c->burst);
+	fprintf(f, ",\"queues\":%u,\"burst\":%u,\"queue_size\":%u", c->queues, c->burst,
+		c->queue_size);
 	/* The driver's switches are in force only when the driver is ours. */
 	if (ours) {
 		fprintf(f, ",\"deferred_alloc\":%s", c->deferred_alloc ? "true" : "false");

@@ -171,10 +171,18 @@ void wk_read_all(struct wk *w, const struct uvn_pkt *p)
 {
 	uint64_t s = 0;
 
+	/* Eight bytes at a time: a byte loop runs at about a byte a cycle and
+	 * would cap the rows that read the payload. Every byte is still loaded. */
 	for (unsigned i = 0; i < p->nseg; i++) {
 		const uint8_t *b = p->seg[i].iov_base;
+		size_t n = p->seg[i].iov_len, k = 0;
+		uint64_t v;
 
-		for (size_t k = 0; k < p->seg[i].iov_len; k++)
+		for (; k + 8 <= n; k += 8) {
+			memcpy(&v, b + k, 8);
+			s += v;
+		}
+		for (; k < n; k++)
 			s += b[k];
 	}
 	w->sink += s;
@@ -187,6 +195,7 @@ static void drv_cfg(const struct wk_shm *sh, unsigned which, struct uvn_drv_cfg 
 	uvn_drv_cfg_init(dc);
 	dc->path = sh->sock[which];
 	dc->queue_pairs = c->queues;
+	dc->queue_size = c->queue_size;
 	dc->ring = c->ring;
 	dc->rx_mode = c->rx_mode;
 	dc->poll = c->poll;

@@ -6,11 +6,12 @@
  *  big        a chain of 4 KB pages per frame (up to 64 KB), no MRG_RXBUF;
  *  mergeable  single buffers; a frame spreads over num_buffers of them.
  *
- * Deferred allocation (seed 000): the ring holds raw buffers (page
- * fragments, or a record of a big chain's pages) and the packet object is
- * made only when a buffer comes back used. Off, each posted buffer carries
- * its packet object from the start (tokens tagged TOK_PKT), as before the
- * seed; mergeable frames then also free the objects of their later buffers.
+ * Deferred allocation (deferred_alloc; docs/seeds.md, 000): the ring holds
+ * raw buffers (page fragments, or a record of a big chain's pages) and the
+ * packet object is made only when a buffer comes back used. Off (kept to
+ * measure against), each posted buffer carries its packet object from the
+ * start (tokens tagged TOK_PKT), as Linux did before deferring it;
+ * mergeable frames then also free the objects of their later buffers.
  * Either way every buffer is accounted for: in the ring, in a packet the
  * application holds, or in the recycle stack, and drain returns them all.
  *
@@ -285,7 +286,7 @@ static void mrg_append(struct drv_rxq *rq, void *tok, uint32_t len)
 	p->seg[p->nseg++] = (struct iovec){ buf, len };
 	p->len += len;
 	if (obj) {
-		/* Before the seed: this buffer's packet object was made for nothing. */
+		/* deferred_alloc off: this buffer's packet object was made for nothing. */
 		obj->frags = NULL;
 		obj->nseg = 0;
 		uvn_pkt_free(obj);

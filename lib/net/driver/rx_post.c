@@ -23,7 +23,7 @@ unsigned drv_mrg_buf_len(const struct drv_rxq *rq)
 
 	switch (drv_opt(d, UVN_OPT_MRG_SIZING)) {
 	case UVN_MRG_MTU_ONLY:
-		/* Before seed 003: room for the frame, none for the header. */
+		/* UVN_MRG_MTU_ONLY (docs/seeds.md, 003): room for the frame, none for the header. */
 		return frame < DRV_MRG_MAX ? frame : DRV_MRG_MAX;
 	case UVN_MRG_EWMA: {
 		unsigned avg = rq->ewma, hi = DRV_EWMA_MAX - d->hdr_len;

@@ -43,6 +43,7 @@ static const struct field perf_schema[] = {
 	{ "mode", F_STR, "poll|event", 0 },
 	{ "queues", F_UINT, NULL, 1 },
 	{ "burst", F_UINT, NULL, 1 },
+	{ "queue_size", F_UINT, NULL, 64 },
 	{ "deferred_alloc", F_BOOL | F_NULL, NULL, 0 },
 	{ "merge_size", F_STR | F_NULL, "header|mtu-only|adaptive", 0 },
 	{ "desc_cache", F_STR | F_NULL, "on|off", 0 },

@@ -121,6 +121,9 @@ static void names_sizes_and_sides(void **state)
 	assert_true(o.cfg.pair);
 	assert_int_equal(o.cfg.segs, 2);
 	assert_int_equal(o.cfg.burst, 64);
+	assert_int_equal(o.cfg.queue_size, 256);
+	assert_int_equal(parse("--pair --queue-size 1024 stream", &o, err), 0);
+	assert_int_equal(o.cfg.queue_size, 1024);
 	assert_int_equal(parse("stream --pair --rate 9.5", &o, err), 0);
 	assert_true(o.cfg.rate_gbps > 9.49 && o.cfg.rate_gbps < 9.51);
 	assert_int_equal(parse("stream -d tx --rate 2", &o, err), 0);
@@ -163,6 +166,8 @@ static void errors_say_what(void **state)
 		"--no-such-option",     "rr -d rx -m small -s 4096",
 		"stream --rate 0",      "stream -d rx --rate 5", "pps --rate 5",
 		"stream --driver dpdk --rate 5", "stream --rate fast",
+		"--queue-size 100",     "--queue-size 32",    "--queue-size 65536",
+		"stream --driver dpdk --queue-size 1024",
 	};
 	struct pt_opts o;
 	char err[256];
