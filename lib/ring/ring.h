@@ -188,4 +188,15 @@ static inline void uvn_ring_advance(uint16_t *pos, bool *wrap, uint16_t num)
  * the other 14 bits are reserved. */
 #define UVN_EVENT_FLAGS_MASK 0x3u
 
+/*
+ * @n writable buffers of @len bytes each, one descriptor each (a receive
+ * refill), for libuvnet's own driver: buffer i at @addr[i] with token
+ * @tokens[i] (non-NULL). @return buffers added (fewer than @n when the ring
+ * fills), the broken queue's error, or -UVN_VQ_E_INVAL for a zero @len or
+ * a NULL token
+ */
+struct uvn_vq_drv;
+int uvn_vq_drv_add_in_n(struct uvn_vq_drv *vq, const uint64_t *addr, void *const *tokens,
+			uint32_t len, unsigned n);
+
 #endif

@@ -165,6 +165,36 @@ int uvn_split_drv_add_one(struct uvn_vq_drv *vq, uint64_t addr, uint32_t len, bo
 	return 0;
 }
 
+/* uvn_split_drv_add_one() of @n writable buffers, the ring's indices in registers. */
+unsigned uvn_split_drv_add_in_n(struct uvn_vq_drv *vq, const uint64_t *addr, void *const *tokens,
+				 uint32_t len, unsigned n)
+{
+	uint16_t head = vq->free_head, idx = vq->split.avail_idx, epoch = vq->epoch;
+
+	if (n > vq->num_free)
+		n = vq->num_free;
+	for (unsigned i = 0; i < n; i++) {
+		uint16_t *slot = &vq->split.avail->ring[idx++ & (vq->num - 1)];
+
+		write_desc(&vq->split.desc[head], addr[i], len, VRING_DESC_F_WRITE, 0);
+		vq->state[head] = (struct uvn_drv_state){
+			.token = tokens[i], .in_len = len, .ndesc = 1, .last = head, .epoch = epoch,
+		};
+		if (uvn_rd16(slot) != head)
+			uvn_wr16(slot, head);
+		if (vq->in_order)
+			uvn_drv_order_push(vq, head);
+		head = chain_next(vq, head);
+	}
+	vq->free_head = head;
+	vq->split.avail_idx = idx;
+	vq->num_free = (uint16_t)(vq->num_free - n);
+	vq->added = (uint16_t)(vq->added + n);
+	vq->in_flight = (uint16_t)(vq->in_flight + n);
+	vq->st.bufs += n;
+	return n;
+}
+
 bool uvn_split_drv_kick_prepare(struct uvn_vq_drv *vq)
 {
 	uint16_t new_idx = vq->split.avail_idx, old = (uint16_t)(new_idx - vq->added);
@@ -221,14 +251,20 @@ static int used_pending(struct uvn_vq_drv *vq)
 	return idx != vq->split.last_used;
 }
 
-static void read_used(struct uvn_vq_drv *vq, uint16_t *id, uint32_t *len)
+/* The used entry at free-running position @pos. */
+static void read_used_at(struct uvn_vq_drv *vq, uint16_t pos, uint16_t *id, uint32_t *len)
 {
-	struct vring_used_elem *e = &vq->split.used->ring[vq->split.last_used & (vq->num - 1)];
+	struct vring_used_elem *e = &vq->split.used->ring[pos & (vq->num - 1)];
 	uint32_t v = le32toh(*(volatile uint32_t *)&e->id);
 
 	*len = le32toh(*(volatile uint32_t *)&e->len);
 	/* Out of range ids become num, which the caller rejects. */
 	*id = v < vq->num ? (uint16_t)v : vq->num;
+}
+
+static void read_used(struct uvn_vq_drv *vq, uint16_t *id, uint32_t *len)
+{
+	read_used_at(vq, vq->split.last_used, id, len);
 }
 
 /* One used entry per buffer. */
@@ -286,10 +322,67 @@ static int get_in_order(struct uvn_vq_drv *vq, struct uvn_vq_done *out)
 	return 0;
 }
 
+/*
+ * IN_ORDER, the common entry: it names the oldest buffer in flight (the
+ * device returned buffers one by one), so no batch is opened. Checked as
+ * get_in_order() checks it; anything else is left to get_in_order(), which
+ * reads the entry again. @return true if it took the entry into @out
+ */
+static inline bool get_in_order_one(struct uvn_vq_drv *vq, uint16_t pos, struct uvn_vq_done *out)
+{
+	uint16_t id, head = uvn_drv_order_peek(vq);
+	struct uvn_drv_state *s = &vq->state[head];
+	uint32_t len;
+
+	read_used_at(vq, pos, &id, &len);
+	if (UVN_UNLIKELY(id != head || !uvn_drv_returnable(vq, s) || len > s->in_len))
+		return false;
+	uvn_drv_release_indirect(vq, s);
+	out->len = len;
+	out->token = s->token;
+	s->token = NULL;
+	vq->num_free = (uint16_t)(vq->num_free + s->ndesc);
+	uvn_drv_order_pop(vq);
+	return true;
+}
+
+/* IN_ORDER: the entries the last read of the used index showed, up to @max. */
+static unsigned get_used_in_order(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned max,
+				  int *err)
+{
+	uint16_t ready = (uint16_t)(vq->split.shadow_used - vq->split.last_used);
+	unsigned n = 0;
+
+	*err = 0;
+	if (ready > max)
+		ready = (uint16_t)max;
+	while (n < ready && !vq->in_batch &&
+	       get_in_order_one(vq, (uint16_t)(vq->split.last_used + n), &out[n]))
+		n++;
+	vq->in_flight = (uint16_t)(vq->in_flight - n);
+	vq->split.last_used = (uint16_t)(vq->split.last_used + n);
+	vq->st.used += n;
+	for (; n < ready; n++) {
+		*err = get_in_order(vq, &out[n]);
+		if (*err)
+			break;
+	}
+	return n;
+}
+
 int uvn_split_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned max)
 {
 	unsigned n = 0;
 
+	while (vq->in_order && n < max) {
+		int ret = used_pending(vq);
+
+		if (ret <= 0)
+			return n ? (int)n : ret;
+		n += get_used_in_order(vq, out + n, max - n, &ret);
+		if (ret)
+			return n ? (int)n : ret;
+	}
 	while (n < max) {
 		int ret = used_pending(vq);
 

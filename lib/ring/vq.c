@@ -241,6 +241,29 @@ int uvn_vq_drv_add_one(struct uvn_vq_drv *vq, uint64_t addr, uint32_t len, bool 
 	return uvn_split_drv_add_one(vq, addr, len, writable, token);
 }
 
+int uvn_vq_drv_add_in_n(struct uvn_vq_drv *vq, const uint64_t *addr, void *const *tokens,
+			uint32_t len, unsigned n)
+{
+	unsigned i;
+
+	if (UVN_UNLIKELY(vq->err))
+		return vq->err;
+	if (UVN_UNLIKELY(!len))
+		return -UVN_VQ_E_INVAL;
+	for (i = 0; i < n; i++)
+		if (UVN_UNLIKELY(!tokens[i]))
+			return -UVN_VQ_E_INVAL;
+	if (!vq->packed)
+		return (int)uvn_split_drv_add_in_n(vq, addr, tokens, len, n);
+	for (i = 0; i < n; i++) {
+		struct uvn_sg sg = { addr[i], len };
+
+		if (uvn_packed_drv_add(vq, &sg, 0, 1, tokens[i], false))
+			break;
+	}
+	return (int)i;
+}
+
 bool uvn_vq_drv_kick_prepare(struct uvn_vq_drv *vq)
 {
 	if (UVN_UNLIKELY(vq->err))

@@ -210,6 +210,8 @@ int uvn_split_drv_add_one(struct uvn_vq_drv *vq, uint64_t addr, uint32_t len, bo
 			  void *token);
 /* uvn_vq_drv_reclaim() reading the used entries (at most 32 per call). */
 int uvn_vq_drv_reclaim_entries(struct uvn_vq_drv *vq, void **tokens, unsigned max);
+unsigned uvn_split_drv_add_in_n(struct uvn_vq_drv *vq, const uint64_t *addr, void *const *tokens,
+				 uint32_t len, unsigned n);
 int uvn_split_drv_reclaim_in_order(struct uvn_vq_drv *vq, void **tokens, unsigned max);
 int uvn_split_drv_get_used(struct uvn_vq_drv *vq, struct uvn_vq_done *out, unsigned max);
 bool uvn_split_drv_has_used(struct uvn_vq_drv *vq);

@@ -241,23 +241,23 @@ static int fill_mrg_raw(struct drv_rxq *rq, unsigned room, unsigned *added)
 {
 	struct uvn_vq_drv *vq = rq->r.vq;
 	unsigned len = rq->buf_len;
+	uint64_t addr[DRV_BURST];
 	void *buf[DRV_BURST];
 
 	while (room) {
 		unsigned want = room < DRV_BURST ? room : DRV_BURST;
 		unsigned got = uvn_frag_alloc_n(rq->frags, len, CACHE_LINE, buf, want), i;
-		int ret = 0;
+		int ret;
 
-		for (i = 0; i < got; i++) {
-			ret = uvn_vq_drv_add_one(vq, drv_addr(buf[i]), len, true, buf[i]);
-			if (UVN_UNLIKELY(ret))
-				break;
-		}
+		for (i = 0; i < got; i++)
+			addr[i] = drv_addr(buf[i]);
+		ret = uvn_vq_drv_add_in_n(vq, addr, buf, len, got);
+		i = ret > 0 ? (unsigned)ret : 0;
 		*added += i;
 		if (UVN_UNLIKELY(i < got)) {
 			while (i < got)
 				uvn_frag_put(rq->frags, buf[i++]);
-			return ret;
+			return ret < 0 ? ret : -UVN_VQ_E_NOSPC;
 		}
 		if (got < want)
 			return -ENOMEM;
