@@ -6,9 +6,14 @@
  *
  * Input, per message:
  *   [0] request id (raw: unknown ids too)   [1] flags: 0 -> v1, 1 -> v1 |
- *   NEED_REPLY, else raw   [2] fds (low 2 bits), bit 7: claim the size in
- *   [3..4] instead of the payload actually sent   [3..4] payload length
- *   (le16, at most 512)   then the payload bytes.
+ *   NEED_REPLY, else raw   [2] fds (low 2 bits), their kinds (bits 2-3:
+ *   0 the guest memory memfd then eventfds, 1 eventfds, 2 timerfds, 3
+ *   pipes), bit 7: claim the size in [3..4] instead of the payload
+ *   actually sent   [3..4] payload length (le16, at most 512)   then the
+ *   payload bytes.
+ * Kind 1 is what kick, call, error and log-call fds should be; kinds 2 and
+ * 3 must be refused where the protocol means an eventfd (a timerfd has the
+ * eventfd's anonymous inode, a pipe does not).
  * The backend must never crash; when the session ends every fd it was
  * given is closed (the process's fd count is back where it started).
  *
@@ -26,6 +31,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "fuzz_repeat.h"
@@ -66,12 +72,20 @@ static const struct uvn_vu_device_ops ops = {
 	.set_status = dev_set_status,
 };
 
-/* fd @i of a message: the guest memory first, then eventfds. */
-static int make_fd(unsigned i)
+/* fd @i of a message, of @kind (see the input format above). */
+static int make_fd(unsigned i, unsigned kind)
 {
-	int fd;
+	int fd, p[2];
 
-	if (i)
+	if (kind == 2)
+		return timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (kind == 3) {
+		if (pipe2(p, O_CLOEXEC | O_NONBLOCK))
+			return -1;
+		close(p[1]);
+		return p[0];
+	}
+	if (i || kind == 1)
 		return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	fd = memfd_create("fuzz-guest", MFD_CLOEXEC);
 	if (fd >= 0 && ftruncate(fd, MEM_SIZE)) {
@@ -82,13 +96,13 @@ static int make_fd(unsigned i)
 }
 
 static void send_msg(int sock, const uint8_t *hdr, const uint8_t *payload, uint32_t len,
-		     unsigned nfds)
+		     unsigned nfds, unsigned kind)
 {
 	int fds[3];
 	unsigned got = 0;
 
 	for (; got < nfds; got++) {
-		fds[got] = make_fd(got);
+		fds[got] = make_fd(got, kind);
 		if (fds[got] < 0)
 			break;
 	}
@@ -131,6 +145,8 @@ static void run_input(const uint8_t *data, size_t size, void *out)
 	bool fresh = fds_after < 0;
 	unsigned fds0 = fresh ? fz_count_fds() : (unsigned)fds_after, fds1;
 	struct outcome mine, *o = out ? out : &mine;
+	const uint8_t *const data0 = data;
+	const size_t size0 = size;
 	struct uvn_vu_backend *b;
 	uint64_t replies = 0, io_errs = 0;
 	int sv[2];
@@ -158,7 +174,7 @@ static void run_input(const uint8_t *data, size_t size, void *out)
 		if (!(data[2] & 0x80))
 			claim = len;
 		memcpy(hdr + 8, &claim, 4);
-		send_msg(sv[0], hdr, data + 5, len, data[2] & 3);
+		send_msg(sv[0], hdr, data + 5, len, data[2] & 3, (data[2] >> 2) & 3);
 		data += 5 + len;
 		size -= 5 + len;
 		o->alive_msgs++;
@@ -190,7 +206,7 @@ static void run_input(const uint8_t *data, size_t size, void *out)
 		/* Maybe not this input's doing (the fuzzer's own files between
 		 * inputs): run it again from a fresh count; a leak leaks again. */
 		fds_after = -1;
-		run_input(data, size, out);
+		run_input(data0, size0, out);
 		return;
 	}
 	if (fds1 != fds0)
