@@ -55,6 +55,15 @@ extern "C" {
  */
 #define UVN_VQ_ERR_BASE 4096
 
+/**
+ * The longest chain the device half takes, in iovecs (buffers, split where
+ * guest memory regions split them), unless the caller's array is longer:
+ * QEMU's limit too (VIRTQUEUE_MAX_SIZE). A longer chain is a peer violation
+ * (UVN_VQ_E_CHAIN_LONG), so that one pop walks at most this many buffers
+ * whatever the guest writes.
+ */
+#define UVN_VQ_MAX_CHAIN_IOV 1024u
+
 enum uvn_vq_err {
 	UVN_VQ_OK = 0,
 	/** head index (packed: buffer id) >= queue size */
@@ -81,6 +90,8 @@ enum uvn_vq_err {
 	                                (the driver reused slots not yet returned) */
 	UVN_VQ_E_BASE,             /**< device half: a packed ring is not at the base the frontend
 	                                gave (the backend restarted and the frontend lost it) */
+	UVN_VQ_E_CHAIN_LONG,       /**< device half: a chain of more than UVN_VQ_MAX_CHAIN_IOV
+	                                buffers (and more than the caller's array) */
 	UVN_VQ_E_INVAL,            /**< bad argument from the caller (not counted, queue not broken) */
 	UVN_VQ_E_NOSPC,            /**< not enough free descriptors (not counted, queue not broken) */
 	UVN_VQ_E_NOMEM,            /**< out of memory (not counted, queue not broken) */
@@ -91,8 +102,9 @@ enum uvn_vq_err {
 
 /**
  * The uvn_vq_stats::err slot of error @p e (UVN_VQ_E_..., positive): the
- * slots keep their numbers (HEAD_RANGE is 1, ..., BASE is 19) whatever the
- * base; new kinds take new slots at the end.
+ * slots keep their numbers (HEAD_RANGE is 1, ..., BASE is 19, CHAIN_LONG
+ * 20) whatever the base; a new peer violation takes the next slot, before
+ * the caller's errors (INVAL, NOSPC, NOMEM), whose slots stay 0.
  */
 #define UVN_VQ_ERR_SLOT(e) ((e) - UVN_VQ_ERR_BASE)
 
@@ -370,7 +382,9 @@ int uvn_vq_dev_avail(struct uvn_vq_dev *vq);
  * with a larger array, or drop the chain: pop it with @p iov NULL and
  * @p iov_max 0, which checks and takes a chain without translating its
  * buffers into iovecs (@p ch as above), then push it with length 0. A
- * chain longer than the ring is still a loop (UVN_VQ_E_LOOP).
+ * chain longer than the ring is still a loop (UVN_VQ_E_LOOP), and one of
+ * more than UVN_VQ_MAX_CHAIN_IOV iovecs (or @p iov_max, if larger) breaks
+ * the queue (UVN_VQ_E_CHAIN_LONG).
  *
  * @return 1 and the chain in @p ch, 0 if none is available,
  *         -UVN_VQ_E_IOV_FULL, or the error that broke the queue

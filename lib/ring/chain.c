@@ -14,6 +14,7 @@ void uvn_chain_begin(struct uvn_chain_walk *w, struct uvn_vq_dev *vq, struct iov
 	w->iov = iov;
 	/* The chain reports its iovec counts in 16 bits. */
 	w->iov_max = !iov ? 0 : iov_max < UINT16_MAX ? iov_max : UINT16_MAX;
+	w->cap = w->iov_max > UVN_VQ_MAX_CHAIN_IOV ? w->iov_max : UVN_VQ_MAX_CHAIN_IOV;
 	w->niov = 0;
 	w->nout = 0;
 	w->out_len = 0;
@@ -65,7 +66,10 @@ int uvn_chain_add(struct uvn_chain_walk *w, const struct uvn_desc *d)
 			return UVN_VQ_E_UNMAPPED;
 		if (n > left)
 			n = left;
-		/* Past the caller's array: counted, the chain checked on. */
+		/* Past the caller's array: counted, the chain checked on, up
+		 * to the cap that bounds one pop's work. */
+		if (UVN_UNLIKELY(w->niov >= w->cap))
+			return UVN_VQ_E_CHAIN_LONG;
 		if (UVN_LIKELY(w->niov < w->iov_max)) {
 			w->iov[w->niov].iov_base = p;
 			w->iov[w->niov].iov_len = n;

@@ -35,6 +35,7 @@ static const char *const errstr[UVN_VQ_E__COUNT] = {
 	E(UVN_VQ_E_USED_IDX) = "used index moved past the buffers in flight",
 	E(UVN_VQ_E_OVERRUN) = "more ring slots available than the ring has",
 	E(UVN_VQ_E_BASE) = "packed ring not at the base the frontend gave (backend restarted?)",
+	E(UVN_VQ_E_CHAIN_LONG) = "chain of more buffers than the device takes",
 	E(UVN_VQ_E_INVAL) = "invalid argument",
 	E(UVN_VQ_E_NOSPC) = "no free descriptors",
 	E(UVN_VQ_E_NOMEM) = "out of memory",
@@ -81,6 +82,7 @@ const struct uvn_stat_desc uvn_vq_stats_desc[] = {
 	ERRSTAT(UVN_VQ_E_USED_IDX, "used_idx"),
 	ERRSTAT(UVN_VQ_E_OVERRUN, "overrun"),
 	ERRSTAT(UVN_VQ_E_BASE, "base"),
+	ERRSTAT(UVN_VQ_E_CHAIN_LONG, "chain_long"),
 	{ NULL, 0 },
 };
 
@@ -459,6 +461,8 @@ int uvn_vq_dev_pop(struct uvn_vq_dev *vq, struct uvn_vq_chain *ch, struct iovec 
 {
 	if (UVN_UNLIKELY(vq->err))
 		return vq->err;
+	if (!iov)
+		iov_max = 0; /* a count-only pop (single-buffer paths store first) */
 	return vq->packed ? uvn_packed_dev_pop(vq, ch, iov, iov_max)
 			  : uvn_split_dev_pop(vq, ch, iov, iov_max);
 }

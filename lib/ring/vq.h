@@ -150,6 +150,7 @@ struct uvn_chain_walk {
 	struct uvn_vq_dev *vq;
 	struct iovec *iov;   /* NULL: count only (a pop that drops the chain) */
 	unsigned iov_max;
+	unsigned cap;        /* niov past this: UVN_VQ_E_CHAIN_LONG */
 	unsigned niov;       /* iovecs the chain needs so far (stored: up to iov_max) */
 	unsigned nout;
 	uint64_t out_len, in_len;

@@ -120,6 +120,7 @@ unsigned uvn_netdev_ctrl(struct uvn_netdev_q *q, int (*set_pairs)(void *ctx, uns
 {
 	unsigned done = 0;
 
+	q->long_left = UVN_NETDEV_LONG_DROPS;
 	while (!q->broken) {
 		struct uvn_vq_chain ch;
 		uint8_t ack;
@@ -127,7 +128,11 @@ unsigned uvn_netdev_ctrl(struct uvn_netdev_q *q, int (*set_pairs)(void *ctx, uns
 
 		if (UVN_UNLIKELY(r == -UVN_VQ_E_IOV_FULL)) {
 			/* More buffers than q->iov holds: no command of ours
-			 * needs them. Taken without them, refused unanswered. */
+			 * needs them. Taken without them, refused unanswered;
+			 * past this call's budget it waits for the next. */
+			if (!q->long_left)
+				break;
+			q->long_left--;
 			r = uvn_vq_dev_pop(q->vq, &ch, NULL, 0);
 			if (r == 1) {
 				uvn_stat_inc(&q->st.ctrl_err);

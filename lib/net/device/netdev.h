@@ -21,8 +21,15 @@
 /* Largest frame a guest may send: a 64 KB IP packet (IPv6: 40 + 65535) with a
  * VLAN-tagged Ethernet header; the big pools hold it. */
 #define UVN_NETDEV_MAX_FRAME 65600u
-/* iovecs per chain: one per descriptor of the largest chain we accept, with room for splits. */
-#define UVN_NETDEV_MAX_IOV 1024u
+/* iovecs per chain a frame may use: far more than a virtio-net driver's
+ * chains (Linux: up to MAX_SKB_FRAGS + 2), with room for splits. Longer
+ * chains, up to the ring's cap (UVN_VQ_MAX_CHAIN_IOV), are legal but
+ * dropped, counted (err_toolong); longer than that break the ring. */
+#define UVN_NETDEV_MAX_IOV 256u
+/* Such over-long chains dropped per call (tx, rx or control): each costs a
+ * walk of up to UVN_VQ_MAX_CHAIN_IOV buffers, so a guest posting nothing
+ * else cannot make one call long. The rest wait for the next call. */
+#define UVN_NETDEV_LONG_DROPS 2u
 /* Packets per burst. */
 #define UVN_NETDEV_BURST 32u
 
@@ -94,6 +101,7 @@ struct uvn_netdev_q {
 	/* Control queue: the device's receive filter its commands set
 	 * (NULL: acknowledged only). Set after uvn_netdev_q_init. */
 	struct uvn_rx_filter *filter;
+	unsigned long_left;        /* over-long chains this call may still drop */
 	struct iovec iov[UVN_NETDEV_MAX_IOV];
 	struct uvn_netdev_q_stats st;
 };

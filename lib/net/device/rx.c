@@ -113,13 +113,18 @@ static int pop_rx(struct uvn_netdev_q *q, struct uvn_vq_chain *ch)
  * The next chain has more buffers than q->iov holds (RX_LONG): it is taken
  * without them and given back empty, counted. Chains taken before it must
  * have gone back already (IN_ORDER: used in the order made available).
- * @return RX_OK (the frame may try the chains after it), RX_NOBUF or
- * RX_BROKEN
+ * At most UVN_NETDEV_LONG_DROPS per call. @return RX_OK (the frame may try
+ * the chains after it), RX_NOBUF or RX_BROKEN
  */
 static __attribute__((noinline)) int drop_long(struct uvn_netdev_q *q)
 {
 	struct uvn_vq_chain ch;
-	int r = uvn_vq_dev_pop(q->vq, &ch, NULL, 0);
+	int r;
+
+	if (!q->long_left)
+		return RX_NOBUF; /* this call's budget spent: the chain waits */
+	q->long_left--;
+	r = uvn_vq_dev_pop(q->vq, &ch, NULL, 0);
 
 	if (r <= 0) {
 		if (r == 0)
@@ -407,13 +412,14 @@ static void write_fast(struct uvn_netdev_q *q, struct rx_item *items, unsigned n
 unsigned uvn_netdev_rx(struct uvn_netdev_q *q, struct uvn_pkt *const *pkts, unsigned n)
 {
 	struct rx_item items[UVN_NETDEV_BURST];
-	uint64_t pushed = q->st.packets, dropped = q->st.err_toolong;
+	uint64_t pushed = q->st.packets;
 	unsigned delivered = 0, ni = 0, i;
 
 	if (UVN_UNLIKELY(q->broken)) {
 		uvn_stat_add(&q->st.drop_nobuf, n);
 		return 0;
 	}
+	q->long_left = UVN_NETDEV_LONG_DROPS;
 	for (i = 0; i < n; i++) {
 		const struct uvn_pkt *p = pkts[i];
 		int r = RX_DROP;
@@ -448,11 +454,12 @@ unsigned uvn_netdev_rx(struct uvn_netdev_q *q, struct uvn_pkt *const *pkts, unsi
 	write_fast(q, items, ni);
 	delivered += ni;
 	/* Segments of a frame that then ran out of buffers went in too, and
-	 * chains too long for q->iov went back empty. */
+	 * chains too long for q->iov went back empty, as did a frame's chains
+	 * before one (also when the drop then found no chain after all). */
 	if (q->st.packets != pushed) {
 		uvn_netdev_q_flush(q);
 		uvn_stat_inc(&q->st.bursts);
-	} else if (UVN_UNLIKELY(q->st.err_toolong != dropped)) {
+	} else if (UVN_UNLIKELY(q->long_left != UVN_NETDEV_LONG_DROPS)) {
 		uvn_netdev_q_flush(q);
 	}
 	return delivered;

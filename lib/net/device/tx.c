@@ -211,14 +211,19 @@ static struct uvn_pkt *finish(struct uvn_netdev_q *q, struct tx_item *it)
 /*
  * The pop gave no chain (@r: 0 or an error). A legal chain of more buffers
  * than UVN_NETDEV_MAX_IOV (IOV_FULL) is taken without its iovecs and
- * dropped, counted; it goes back in ring order with the others. Any other
- * error broke the ring. @return true: @it is such a dropped chain; false:
- * the burst ends here
+ * dropped, counted; it goes back in ring order with the others (at most
+ * UVN_NETDEV_LONG_DROPS per call: the next waits). Any other error broke
+ * the ring. @return true: @it is such a dropped chain; false: the burst
+ * ends here
  */
 static __attribute__((noinline)) bool no_chain(struct uvn_netdev_q *q, struct tx_item *it, int r)
 {
-	if (r == -UVN_VQ_E_IOV_FULL)
+	if (r == -UVN_VQ_E_IOV_FULL) {
+		if (!q->long_left)
+			return false;
+		q->long_left--;
 		r = uvn_vq_dev_pop(q->vq, &it->ch, NULL, 0);
+	}
 	if (r <= 0) {
 		if (r < 0)
 			broken(q, r);
@@ -249,6 +254,7 @@ unsigned uvn_netdev_tx(struct uvn_netdev_q *q, struct uvn_pkt_pool *small,
 		return 0;
 	if (n > UVN_NETDEV_BURST)
 		n = UVN_NETDEV_BURST;
+	q->long_left = UVN_NETDEV_LONG_DROPS;
 	/* @n bounds the packets; chains dropped on the way do not count. */
 	while (ni < UVN_NETDEV_BURST && taken < n) {
 		struct tx_item *it = &items[ni];

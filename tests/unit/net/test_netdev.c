@@ -807,6 +807,80 @@ static void test_ctrl_long_chain_dropped(void **state)
 	teardown_fx(fx);
 }
 
+/*
+ * Each over-long chain costs a walk of up to UVN_VQ_MAX_CHAIN_IOV buffers:
+ * one call drops UVN_NETDEV_LONG_DROPS of them and leaves the rest for the
+ * next, so a guest posting only such chains cannot make a call long.
+ */
+static void test_long_chains_budget(void **state)
+{
+	enum { LONGS = UVN_NETDEV_LONG_DROPS + 1 };
+
+	(void)state;
+	for (unsigned k = 0; k < 3; k++) {
+		struct ndf *fx = setup_long(BASE | long_rings[k], false);
+		struct uvn_pkt *p = make_pkt(fx, 1000, 12);
+		struct uvn_vq_done done[LONGS + 1];
+
+		for (unsigned i = 0; i < LONGS; i++)
+			guest_long(fx, true, (void *)(uintptr_t)(i + 1));
+		guest_post(fx, 1, 1526);
+		/* The budget spent, the frame finds no buffer this time; the
+		 * chains dropped so far are back already. */
+		assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 0);
+		assert_int_equal(fx->q.st.err_toolong, UVN_NETDEV_LONG_DROPS);
+		assert_int_equal(fx->q.st.drop_nobuf, 1);
+		assert_int_equal(tq_take(&fx->ring, done, LONGS + 1), UVN_NETDEV_LONG_DROPS);
+		assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
+		assert_int_equal(fx->q.st.err_toolong, LONGS);
+		assert_false(fx->q.broken);
+		assert_int_equal(tq_take(&fx->ring, done, LONGS + 1), 2);
+		assert_ptr_equal(done[0].token, (void *)(uintptr_t)LONGS);
+		assert_int_equal(done[1].len, UVN_NET_HDR_LEN + 1000);
+		uvn_pkt_free(p);
+		teardown_fx(fx);
+	}
+	for (unsigned k = 0; k < 3; k++) {
+		struct ndf *fx = setup_long(BASE | long_rings[k], true);
+		struct virtio_net_hdr_v1 h = { 0 };
+		struct uvn_pkt *p;
+		uint8_t frame[60];
+
+		fill_frame(frame, sizeof(frame), 13);
+		for (unsigned i = 0; i < LONGS; i++)
+			guest_long(fx, false, (void *)(uintptr_t)(i + 1));
+		guest_send(fx, &h, frame, sizeof(frame), true, (void *)9);
+		assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, &p, 1), 0);
+		assert_int_equal(fx->q.st.err_toolong, UVN_NETDEV_LONG_DROPS);
+		assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, &p, 1), 1);
+		assert_int_equal(fx->q.st.err_toolong, LONGS);
+		assert_false(fx->q.broken);
+		uvn_pkt_free(p);
+		teardown_fx(fx);
+	}
+}
+
+/* A chain past the ring's cap is not dropped: it breaks the queue. */
+static void test_chain_over_cap_breaks(void **state)
+{
+	static uint8_t buf[UVN_VQ_MAX_CHAIN_IOV + 1];
+	static struct uvn_sg sg[UVN_VQ_MAX_CHAIN_IOV + 1];
+	struct ndf *fx = setup_long(BASE, false);
+	struct uvn_pkt *p = make_pkt(fx, 100, 14);
+
+	(void)state;
+	for (unsigned i = 0; i < UVN_VQ_MAX_CHAIN_IOV + 1; i++)
+		sg[i] = tq_sg(buf + i, 1);
+	assert_int_equal(uvn_vq_drv_add(fx->ring.drv, sg, 0, UVN_VQ_MAX_CHAIN_IOV + 1, sg, 0), 0);
+	uvn_vq_drv_kick_prepare(fx->ring.drv);
+	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 0);
+	assert_true(fx->q.broken);
+	assert_int_equal(uvn_vq_dev_error(fx->ring.dev), -UVN_VQ_E_CHAIN_LONG);
+	assert_int_equal(fx->q.st.err_toolong, 0);
+	uvn_pkt_free(p);
+	teardown_fx(fx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -814,6 +888,8 @@ int main(void)
 		cmocka_unit_test(test_rx_long_chain_dropped),
 		cmocka_unit_test(test_rx_mergeable_long_chain_mid_frame),
 		cmocka_unit_test(test_ctrl_long_chain_dropped),
+		cmocka_unit_test(test_long_chains_budget),
+		cmocka_unit_test(test_chain_over_cap_breaks),
 		cmocka_unit_test(test_tx_frames_become_packets),
 		cmocka_unit_test(test_tx_big_frame_uses_big_pool),
 		cmocka_unit_test(test_tx_short_chain_dropped),

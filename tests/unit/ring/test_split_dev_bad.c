@@ -346,6 +346,29 @@ static void unmapped_past_iov_max(struct tq *q)
 	sq_publish(q, 0);
 }
 
+/* One more buffer than the device takes in a chain (UVN_VQ_MAX_CHAIN_IOV):
+ * legal for the ring's size, refused whatever the caller's array, so that
+ * no pop walks further. Directly, and as an indirect table. */
+static void chain_over_cap(struct tq *q)
+{
+	uint64_t a = tbuf(q, 8);
+
+	for (uint16_t i = 0; i < UVN_VQ_MAX_CHAIN_IOV; i++)
+		sq_set_desc(q, i, a, 8, NEXT, (uint16_t)(i + 1));
+	sq_set_desc(q, UVN_VQ_MAX_CHAIN_IOV, a, 8, 0, 0);
+	sq_publish(q, 0);
+}
+
+static void table_over_cap(struct tq *q)
+{
+	enum { N = UVN_VQ_MAX_CHAIN_IOV + 1 };
+	uint64_t t = tm_alloc(&q->m, N * 16, 16), a = tbuf(q, 8);
+
+	for (unsigned i = 0; i < N; i++)
+		it_set(q, t, i, a, 8, i + 1 < N ? NEXT : 0, (uint16_t)(i + 1));
+	indirect_setup(q, t, N * 16, INDIRECT);
+}
+
 /*
  * The avail index stays within num of what we popped, yet a driver that
  * re-posts heads whose used entries are not published yet gets more than
@@ -425,6 +448,8 @@ static const struct bad_ring bad[] = {
 	BAD_RING(zero_len_in_table, 8, F_INDIRECT, UVN_VQ_E_ZERO_LEN, 8),
 	BAD_RING(loop_past_iov_max, 8, 0, UVN_VQ_E_LOOP, 1),
 	BAD_RING(unmapped_past_iov_max, 8, 0, UVN_VQ_E_UNMAPPED, 2),
+	BAD_RING(chain_over_cap, 2048, 0, UVN_VQ_E_CHAIN_LONG, 4),
+	BAD_RING(table_over_cap, 2048, F_INDIRECT, UVN_VQ_E_CHAIN_LONG, 0),
 };
 
 /* Legal chains too long for the caller's array: retryable, not errors. */

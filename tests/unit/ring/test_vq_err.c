@@ -60,6 +60,7 @@ static void stats_slots(void **state)
 		{ "err_avail_idx", UVN_VQ_E_AVAIL_IDX, 12 },
 		{ "err_used_id", UVN_VQ_E_USED_ID, 15 },
 		{ "err_base", UVN_VQ_E_BASE, 19 },
+		{ "err_chain_long", UVN_VQ_E_CHAIN_LONG, 20 },
 	};
 
 	(void)state;

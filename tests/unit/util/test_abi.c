@@ -93,12 +93,13 @@ static void test_vq_errors(void **state)
 	assert_int_equal(UVN_VQ_E_HEAD_RANGE, 4097);
 	assert_int_equal(UVN_VQ_E_IOV_FULL, 4109);
 	assert_int_equal(UVN_VQ_E_BASE, 4115);
-	assert_int_equal(UVN_VQ_E_INVAL, 4116);
-	assert_int_equal(UVN_VQ_E_NOSPC, 4117);
-	assert_int_equal(UVN_VQ_E_NOMEM, 4118);
+	assert_int_equal(UVN_VQ_E_CHAIN_LONG, 4116);
+	assert_int_equal(UVN_VQ_E_INVAL, 4117);
+	assert_int_equal(UVN_VQ_E_NOSPC, 4118);
+	assert_int_equal(UVN_VQ_E_NOMEM, 4119);
 	assert_int_equal(UVN_VQ_ERR_SLOT(UVN_VQ_E_HEAD_RANGE), 1);
 	assert_int_equal(UVN_VQ_ERR_SLOT(UVN_VQ_E_BASE), 19);
-	assert_int_equal(UVN_VQ_E__COUNT, 23);
+	assert_int_equal(UVN_VQ_E__COUNT, 24);
 }
 
 int main(void)
