@@ -128,7 +128,8 @@ struct uvn_dev_q_stats {
 	uint64_t packets;          /**< frames taken from the guest, or delivered to it */
 	uint64_t bytes;
 	uint64_t drops;            /**< frames lost: no guest buffer, too big, an offload the guest
-				    *   cannot take, no packet free */
+				    *   cannot take, no packet free, a chain of more buffers
+				    *   than the device takes (legal, but not served) */
 	uint64_t drop_nobuf;       /**< of @c drops: the guest had no buffer posted */
 	uint64_t errors;           /**< guest violations: bad headers, chains, rings, commands */
 	uint64_t ctrl_cmds;        /**< control queue: commands answered */

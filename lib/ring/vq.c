@@ -75,7 +75,6 @@ const struct uvn_stat_desc uvn_vq_stats_desc[] = {
 	ERRSTAT(UVN_VQ_E_LEN_OVERFLOW, "len_overflow"),
 	ERRSTAT(UVN_VQ_E_ZERO_LEN, "zero_len"),
 	ERRSTAT(UVN_VQ_E_AVAIL_IDX, "avail_idx"),
-	ERRSTAT(UVN_VQ_E_IOV_FULL, "iov_full"), /* stays 0: not a violation any more */
 	ERRSTAT(UVN_VQ_E_INDIRECT_FEATURE, "indirect_feature"),
 	ERRSTAT(UVN_VQ_E_USED_ID, "used_id"),
 	ERRSTAT(UVN_VQ_E_USED_LEN, "used_len"),

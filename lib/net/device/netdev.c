@@ -7,8 +7,8 @@
 #define S(f) UVN_STAT(struct uvn_netdev_q_stats, f)
 const struct uvn_stat_desc uvn_netdev_q_stats_desc[] = {
 	S(packets), S(bytes), S(bursts), S(empty), S(drop_nobuf), S(drop_toobig), S(drop_nopkt),
-	S(err_short), S(err_hdr), S(err_toolong), S(err_format), S(err_ring), S(drop_offload),
-	S(csum_sw), S(ctrl_cmds), S(ctrl_err), S(notify),
+	S(drop_long), S(err_short), S(err_hdr), S(err_toolong), S(err_format), S(err_ring),
+	S(drop_offload), S(csum_sw), S(ctrl_cmds), S(ctrl_err), S(notify),
 	S(zc_packets), S(zc_copied), S(zc_fb_small), S(zc_fb_segs), S(zc_fb_held), S(zc_fb_nopkt),
 	S(zc_held), S(zc_held_peak),
 	S(gso_pass), S(csum_pass), S(gso_sw), S(gso_segs), S(drop_gso_hdr), S(drop_gso_len),

@@ -24,7 +24,7 @@
 /* iovecs per chain a frame may use: far more than a virtio-net driver's
  * chains (Linux: up to MAX_SKB_FRAGS + 2), with room for splits. Longer
  * chains, up to the ring's cap (UVN_VQ_MAX_CHAIN_IOV), are legal but
- * dropped, counted (err_toolong); longer than that break the ring. */
+ * dropped, counted (drop_long); longer than that break the ring. */
 #define UVN_NETDEV_MAX_IOV 256u
 /* Such over-long chains dropped per call (tx, rx or control): each costs a
  * walk of up to UVN_VQ_MAX_CHAIN_IOV buffers, so a guest posting nothing
@@ -44,6 +44,8 @@ struct uvn_netdev_q_stats {
 	uint64_t drop_nobuf;   /* rx: no guest buffers posted (or not enough for the frame) */
 	uint64_t drop_toobig;  /* rx: frame larger than the chain the guest posted (no MRG_RXBUF) */
 	uint64_t drop_nopkt;   /* tx: no packet descriptor free (the chain waits) */
+	uint64_t drop_long;    /* tx, rx: a legal chain of more than UVN_NETDEV_MAX_IOV
+				* buffers, given back unused (control: ctrl_err) */
 	uint64_t err_short;    /* tx: chain not longer than the header (CVE-2022-2132) */
 	uint64_t err_hdr;      /* tx: invalid virtio-net header (flags, csum range, gso) */
 	uint64_t err_toolong;  /* tx: frame longer than UVN_NETDEV_MAX_FRAME */

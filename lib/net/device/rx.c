@@ -141,7 +141,7 @@ static __attribute__((noinline)) int drop_long(struct uvn_netdev_q *q)
 		return RX_BROKEN;
 	}
 	uvn_vq_dev_push(q->vq, &ch, 0);
-	uvn_stat_inc(&q->st.err_toolong);
+	uvn_stat_inc(&q->st.drop_long);
 	UVN_LOG_PEER("guest rx chain of %u buffers (more than %u): returned unused", ch.nin,
 		     UVN_NETDEV_MAX_IOV);
 	return RX_OK;

@@ -233,7 +233,7 @@ static __attribute__((noinline)) bool no_chain(struct uvn_netdev_q *q, struct tx
 		broken(q, 0);
 		return false;
 	}
-	uvn_stat_inc(&q->st.err_toolong);
+	uvn_stat_inc(&q->st.drop_long);
 	UVN_LOG_PEER("guest tx chain of %u buffers (more than %u): dropped", it->ch.nout,
 		     UVN_NETDEV_MAX_IOV);
 	it->p = NULL;

@@ -716,7 +716,8 @@ static void test_tx_long_chain_dropped(void **state)
 		assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, p, 2), 1);
 		assert_memory_equal(p[0]->seg[0].iov_base, frame, sizeof(frame));
 		assert_false(fx->q.broken);
-		assert_int_equal(fx->q.st.err_toolong, 1);
+		assert_int_equal(fx->q.st.drop_long, 1);
+		assert_int_equal(fx->q.st.err_toolong, 0);
 		assert_int_equal(fx->q.st.err_ring, 0);
 		assert_int_equal(uvn_vq_dev_error(fx->ring.dev), 0);
 		assert_int_equal(tq_take(&fx->ring, done, 4), 2);
@@ -742,7 +743,7 @@ static void test_rx_long_chain_dropped(void **state)
 		guest_post(fx, 1, 1526);
 		assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
 		assert_false(fx->q.broken);
-		assert_int_equal(fx->q.st.err_toolong, 1);
+		assert_int_equal(fx->q.st.drop_long, 1);
 		assert_int_equal(fx->q.st.drop_nobuf, 0);
 		assert_int_equal(tq_take(&fx->ring, done, 4), 2);
 		assert_ptr_equal(done[0].token, (void *)1);
@@ -769,7 +770,7 @@ static void test_rx_mergeable_long_chain_mid_frame(void **state)
 		guest_post(fx, 3, 1000);
 		assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
 		assert_false(fx->q.broken);
-		assert_int_equal(fx->q.st.err_toolong, 1);
+		assert_int_equal(fx->q.st.drop_long, 1);
 		assert_int_equal(tq_take(&fx->ring, done, 8), 5);
 		assert_int_equal(done[0].len, 0);
 		assert_ptr_equal(done[1].token, (void *)1);
@@ -828,11 +829,11 @@ static void test_long_chains_budget(void **state)
 		/* The budget spent, the frame finds no buffer this time; the
 		 * chains dropped so far are back already. */
 		assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 0);
-		assert_int_equal(fx->q.st.err_toolong, UVN_NETDEV_LONG_DROPS);
+		assert_int_equal(fx->q.st.drop_long, UVN_NETDEV_LONG_DROPS);
 		assert_int_equal(fx->q.st.drop_nobuf, 1);
 		assert_int_equal(tq_take(&fx->ring, done, LONGS + 1), UVN_NETDEV_LONG_DROPS);
 		assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
-		assert_int_equal(fx->q.st.err_toolong, LONGS);
+		assert_int_equal(fx->q.st.drop_long, LONGS);
 		assert_false(fx->q.broken);
 		assert_int_equal(tq_take(&fx->ring, done, LONGS + 1), 2);
 		assert_ptr_equal(done[0].token, (void *)(uintptr_t)LONGS);
@@ -851,9 +852,9 @@ static void test_long_chains_budget(void **state)
 			guest_long(fx, false, (void *)(uintptr_t)(i + 1));
 		guest_send(fx, &h, frame, sizeof(frame), true, (void *)9);
 		assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, &p, 1), 0);
-		assert_int_equal(fx->q.st.err_toolong, UVN_NETDEV_LONG_DROPS);
+		assert_int_equal(fx->q.st.drop_long, UVN_NETDEV_LONG_DROPS);
 		assert_int_equal(uvn_netdev_tx(&fx->q, fx->small, fx->big, &p, 1), 1);
-		assert_int_equal(fx->q.st.err_toolong, LONGS);
+		assert_int_equal(fx->q.st.drop_long, LONGS);
 		assert_false(fx->q.broken);
 		uvn_pkt_free(p);
 		teardown_fx(fx);
@@ -876,7 +877,7 @@ static void test_chain_over_cap_breaks(void **state)
 	assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 0);
 	assert_true(fx->q.broken);
 	assert_int_equal(uvn_vq_dev_error(fx->ring.dev), -UVN_VQ_E_CHAIN_LONG);
-	assert_int_equal(fx->q.st.err_toolong, 0);
+	assert_int_equal(fx->q.st.drop_long, 0);
 	uvn_pkt_free(p);
 	teardown_fx(fx);
 }
