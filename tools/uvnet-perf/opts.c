@@ -69,7 +69,8 @@ void pt_usage(FILE *f)
 	      "      --burst N        frames per burst (default 32)\n"
 	      "      --queue-size N   uvnet's driver: entries per ring (64..32768, a power of two; default 256)\n"
 	      "      --dirty          the sender writes every byte, the receiver reads every byte\n"
-	      "      --pair           two uvnet drivers through uvnetd's switch (A sends to B)\n"
+	      "      --pair           two uvnet drivers through a switch, A sends to B: uvnetd's\n"
+	      "                       (started here), or another's with --connect SOCK_A,SOCK_B\n"
 	      "      --rate GBPS      stream: pace uvnet's sender to GBPS (compare CPU at equal throughput)\n\n"
 	      "Optimization switches, off to measure against (docs/seeds.md: the seed threads):\n"
 	      "      --deferred-alloc on|off   driver: make rx packet objects only for used\n"
@@ -85,6 +86,9 @@ void pt_usage(FILE *f)
 	      "      --driver uvnet|dpdk    the driver (dpdk: testpmd net_virtio_user)\n"
 	      "      --device uvnetd|dpdk   the device (dpdk: testpmd net_vhost)\n"
 	      "  -c, --connect SOCK   drive an external vhost-user backend instead\n"
+	      "  -c, --connect SOCK_A,SOCK_B   --pair: A and B connect to a switch's two\n"
+	      "                       sockets (uvnetd, OVS dpdkvhostuser, testpmd net_vhost);\n"
+	      "                       the switch's drops are the result's \"unaccounted\"\n"
 	      "      --connect-pid PID  the external backend's process, for its CPU\n"
 	      "      --device-cpu N   (default 0)     --driver-cpu N  (default 1)\n"
 	      "      --uvnetd PATH    --testpmd PATH\n\n"
@@ -146,6 +150,16 @@ const char *pt_cfg_check(const struct pt_cfg *c)
 		return "--rx-mode small receives frames up to 1518 B";
 	if (c->dev_cpu < 0 || c->drv_cpu < 0)
 		return "CPUs must be >= 0";
+	if (c->connect_b && !c->pair)
+		return "--connect SOCK_A,SOCK_B drives a pair: add --pair";
+	if (c->pair && c->connect && !c->connect_b)
+		return "--pair through an external switch takes its two sockets: --connect SOCK_A,SOCK_B";
+	if (c->connect_b && !strcmp(c->connect, c->connect_b))
+		return "--connect SOCK_A,SOCK_B: A and B must be two different sockets";
+	if (c->connect && c->device != PT_DEV_EXTERNAL)
+		return "--connect drives an external backend: no --device with it";
+	if (c->connect_pid && !c->connect)
+		return "--connect-pid is the external backend's process: it needs --connect";
 	if (c->rate_gbps > 0 && (c->test != PT_STREAM || c->driver != PT_DRV_UVNET ||
 				 (c->dir != PT_TX && !c->pair)))
 		return "--rate paces uvnet's sender: stream -d tx or --pair, --driver uvnet";
@@ -221,6 +235,33 @@ static int desc_cache(const char *v, struct pt_cfg *c)
 		return 0;
 	c->desc_cache = true;
 	return uint_arg(v, 1, UVN_DRV_DESC_CACHE_MAX, &c->desc_cache_thr);
+}
+
+/*
+ * --connect SOCK, or SOCK_A,SOCK_B for a pair through an external switch
+ * (a comma cannot be in a path here: uvnetd's --port uses it too).
+ */
+static int connect_arg(const char *v, struct pt_opts *o)
+{
+	const char *comma = strchr(v, ',');
+	size_t la = comma ? (size_t)(comma - v) : strlen(v), lb = comma ? strlen(comma + 1) : 0;
+	size_t max = sizeof(o->connect[0]) - 1;
+
+	if (!la || la > max || (comma && (!lb || lb > max || strchr(comma + 1, ',')))) {
+		snprintf(expected, sizeof(expected),
+			 "SOCK or SOCK_A,SOCK_B: one or two socket paths of 1..%zu bytes", max);
+		return -EINVAL;
+	}
+	memcpy(o->connect[0], v, la);
+	o->connect[0][la] = 0;
+	o->cfg.connect = o->connect[0];
+	o->cfg.connect_b = NULL;
+	if (comma) {
+		memcpy(o->connect[1], comma + 1, lb + 1);
+		o->cfg.connect_b = o->connect[1];
+	}
+	o->cfg.device = PT_DEV_EXTERNAL;
+	return 0;
 }
 
 enum {
@@ -302,7 +343,7 @@ static int parse_cfg(int opt, const char *v, struct pt_opts *o)
 	case O_ZC: r = PICK(v, zc_names, &u); c->zerocopy = u; break;
 	case O_DRIVER: r = PICK(v, drv_names, &u); c->driver = u; break;
 	case O_DEVICE: r = PICK(v, ((const char *const[]){ "uvnetd", "dpdk" }), &u); c->device = u; break;
-	case 'c': c->connect = v; c->device = PT_DEV_EXTERNAL; break;
+	case 'c': r = connect_arg(v, o); break;
 	case O_CONNECT_PID: r = uint_arg(v, 1, 1u << 30, &u); c->connect_pid = (pid_t)u; break;
 	case O_DEV_CPU: r = num(v, 0, 4095, &d); c->dev_cpu = (int)d; break;
 	case O_DRV_CPU: r = num(v, 0, 4095, &d); c->drv_cpu = (int)d; break;

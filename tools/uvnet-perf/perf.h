@@ -49,7 +49,8 @@ struct pt_cfg {
 	enum pt_dir dir;
 	unsigned size;              /* frame bytes: Ethernet header on, no FCS (testpmd's --txpkts) */
 	unsigned segs;              /* tx: segments per frame up to 2 KB (>1: indirect tables) */
-	bool pair;                  /* two drivers through uvnetd's switch (A sends, B receives) */
+	bool pair;                  /* two drivers through a switch (A sends, B receives): uvnetd's,
+				     * or an external one's (--connect A,B) */
 	enum uvn_ring_layout ring;
 	enum uvn_rx_mode rx_mode;
 	bool poll;                  /* poll mode (both sides busy-poll) or event mode */
@@ -65,7 +66,8 @@ struct pt_cfg {
 	double rate_gbps;           /* stream: uvnet's sender paced to this rate (0: as fast as it can) */
 	enum pt_drv driver;
 	enum pt_dev device;
-	const char *connect;        /* external backend's socket */
+	const char *connect;        /* external backend's socket (a pair: A's) */
+	const char *connect_b;      /* a pair through an external switch: B's socket (else NULL) */
 	pid_t connect_pid;          /* its process, for its CPU (0: unknown) */
 	int dev_cpu, drv_cpu;
 	unsigned burst;
@@ -144,6 +146,7 @@ struct pt_opts {
 	bool set_duration, set_warmup, set_runs, set_size, set_dir, set_mode;
 	double interval;            /* seconds per interval record and progress line */
 	const char *uvnetd, *testpmd;
+	char connect[2][108];       /* --connect SOCK or SOCK_A,SOCK_B (cfg.connect points here) */
 	char cmdline[512];          /* as typed, for the tables' headers */
 };
 

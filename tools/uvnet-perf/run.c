@@ -32,8 +32,9 @@ static const char *not_available(const struct pt_opts *o, const struct pt_cfg *c
 		return "testpmd's net_vhost forwarding only polls";
 	if ((c->driver == PT_DRV_DPDK || (c->device == PT_DEV_DPDK && rx_gen)) && c->size > 2048)
 		return "testpmd's txonly frames are single 2 KB mbufs here";
-	if (c->pair && (c->device != PT_DEV_UVNETD || c->driver != PT_DRV_UVNET))
-		return "the pair topology is uvnet's drivers through uvnetd's switch";
+	if (c->pair && (c->device == PT_DEV_DPDK || c->driver != PT_DRV_UVNET))
+		return "the pair topology is uvnet's drivers through uvnetd's switch or an "
+		       "external one (--connect SOCK_A,SOCK_B)";
 	if (c->zerocopy != PT_ZC_DEFAULT && c->device != PT_DEV_UVNETD)
 		return "--zerocopy is uvnetd's switch";
 	if (c->device == PT_DEV_UVNETD) {
@@ -367,9 +368,14 @@ void pt_run(const struct pt_opts *o, const struct pt_cfg *c, struct pt_result *r
 		snprintf(x.dev.sock[i], sizeof(x.dev.sock[i]), "%s/%u-%c.sock", dir, seq, 'a' + i);
 		memcpy(x.drv.sock[i], x.dev.sock[i], sizeof(x.drv.sock[i]));
 	}
-	if (c->connect) {
-		snprintf(x.dev.sock[0], sizeof(x.dev.sock[0]), "%s", c->connect);
-		memcpy(x.drv.sock[0], x.dev.sock[0], sizeof(x.drv.sock[0]));
+	/* An external backend's sockets: the pair's A and B, or the one driver's. */
+	for (unsigned i = 0; c->connect && i < 2; i++) {
+		const char *path = i ? c->connect_b : c->connect;
+
+		if (path) {
+			snprintf(x.dev.sock[i], sizeof(x.dev.sock[i]), "%s", path);
+			memcpy(x.drv.sock[i], x.dev.sock[i], sizeof(x.drv.sock[i]));
+		}
 	}
 	ok = start_side(&x, &x.dev, c->device == PT_DEV_DPDK ? 60 : 10) &&
 	     start_side(&x, &x.drv, c->driver == PT_DRV_DPDK ? 60 : 20);

@@ -228,19 +228,30 @@ const struct pt_side_ops pt_uvnetd_ops = { start, ready, snap, stop };
 /* ------------------------------------------------------------------ */
 /* An external backend: nothing to start or stop, counters unknown.   */
 
+/* The sockets it serves: one, or a pair's two (A's and B's). */
+static unsigned ext_socks(const struct pt_side *s)
+{
+	return s->c->pair ? 2 : 1;
+}
+
 static int ext_start(struct pt_side *s)
 {
 	s->pid = s->c->connect_pid;
-	if (!pt_sock_exists(s->sock[0])) {
-		snprintf(s->why, sizeof(s->why), "no vhost-user socket at %s", s->sock[0]);
-		return -ENOENT;
+	for (unsigned i = 0; i < ext_socks(s); i++) {
+		if (!pt_sock_exists(s->sock[i])) {
+			snprintf(s->why, sizeof(s->why), "no vhost-user socket at %s", s->sock[i]);
+			return -ENOENT;
+		}
 	}
 	return 0;
 }
 
 static bool ext_ready(struct pt_side *s)
 {
-	return pt_sock_exists(s->sock[0]);
+	for (unsigned i = 0; i < ext_socks(s); i++)
+		if (!pt_sock_exists(s->sock[i]))
+			return false;
+	return true;
 }
 
 static int ext_snap(struct pt_side *s, uint64_t after_ns, struct pt_counts *out)
@@ -251,8 +262,17 @@ static int ext_snap(struct pt_side *s, uint64_t after_ns, struct pt_counts *out)
 	return 0;
 }
 
+/*
+ * A pair's totals are our two drivers' own: A counted what it sent, B what
+ * it received, exactly. The switch counts nothing for us, so it adds no
+ * drops: what it lost (or still holds after the drain) is what A sent and
+ * B never got, the result's "unaccounted". A single driver's totals need
+ * the far side's count: unknown.
+ */
 static void ext_stop(struct pt_side *s)
 {
+	if (s->c->pair)
+		s->final = (struct pt_counts){ .valid = true };
 	s->stopped = true;
 }
 

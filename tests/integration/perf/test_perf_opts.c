@@ -189,6 +189,52 @@ static void errors_say_what(void **state)
 	assert_int_equal(parse("--version", &o, err), 2);
 }
 
+/* --connect SOCK_A,SOCK_B: a pair through an external switch; one socket or two, as fits. */
+static void connect_a_pair(void **state)
+{
+	static const char *const bad[] = {
+		"stream --pair -c /s/a",            /* a pair needs two */
+		"stream -c /s/a,/s/b",              /* two are a pair */
+		"stream --pair -c /s/a,/s/a",       /* A and B the same */
+		"stream --pair -c ,/s/b",           "stream --pair -c /s/a,",
+		"stream --pair -c /s/a,/s/b,/s/c",  "stream -c ,",
+		"stream --connect-pid 7",           /* whose? */
+		"stream -c /s/a --device uvnetd",   /* external or uvnetd */
+	};
+	char line[400], path[120];
+	struct pt_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse("stream --pair -c /run/a.sock,/run/b.sock --connect-pid 9", &o, err), 0);
+	assert_true(o.cfg.pair);
+	assert_int_equal(o.cfg.device, PT_DEV_EXTERNAL);
+	assert_string_equal(o.cfg.connect, "/run/a.sock");
+	assert_string_equal(o.cfg.connect_b, "/run/b.sock");
+	assert_int_equal(o.cfg.connect_pid, 9);
+	/* the last --connect wins, a single socket clears B */
+	assert_int_equal(parse("stream -c /x,/y -c /z", &o, err), 0);
+	assert_string_equal(o.cfg.connect, "/z");
+	assert_null(o.cfg.connect_b);
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (parse(bad[i], &o, err) != -EINVAL)
+			fail_msg("accepted: %s", bad[i]);
+		assert_non_null(strstr(err, "--connect"));
+	}
+	assert_int_equal(parse("stream --pair -c /s/a", &o, err), -EINVAL);
+	assert_string_equal(err, "--pair through an external switch takes its two sockets: "
+				 "--connect SOCK_A,SOCK_B");
+	/* a socket path is at most 107 bytes (sun_path) */
+	memset(path, 'p', 107);
+	path[0] = '/';
+	path[107] = 0;
+	snprintf(line, sizeof(line), "stream --pair -c /s/a,%s", path);
+	assert_int_equal(parse(line, &o, err), 0);
+	snprintf(line, sizeof(line), "stream --pair -c /s/a,%sp", path);
+	assert_int_equal(parse(line, &o, err), -EINVAL);
+	assert_non_null(strstr(err, "1..107 bytes"));
+}
+
 /* --interval: seconds per JSON interval record, within its range, named when refused. */
 static void interval_option(void **state)
 {
@@ -377,6 +423,7 @@ int main(void)
 		cmocka_unit_test(names_sizes_and_sides),
 		cmocka_unit_test(suites),
 		cmocka_unit_test(errors_say_what),
+		cmocka_unit_test(connect_a_pair),
 		cmocka_unit_test(interval_option),
 		cmocka_unit_test(histogram),
 		cmocka_unit_test(json_reader),
