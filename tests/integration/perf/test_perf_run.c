@@ -354,8 +354,8 @@ static void seeds_suite_objects(void **s)
 
 	(void)s;
 	assert_int_equal(run("--suite seeds --runs 1 -l 0.3 -w 0", out, sizeof(out)), 0);
-	/* 10 experiments, off and on */
-	assert_int_equal(each_object(out, true, seeds_schema), 20);
+	/* 11 experiments, off and on */
+	assert_int_equal(each_object(out, true, seeds_schema), 22);
 }
 
 /* Processes whose command line mentions @needle. */
