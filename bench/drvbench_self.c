@@ -10,6 +10,10 @@
  *       uvnet-drvbench-self --dir tx --packets 200000
  *   valgrind --tool=callgrind --toggle-collect=uvn_rx_burst --toggle-collect=free_received \
  *       uvnet-drvbench-self --dir rx --packets 200000
+ * --fill copy|build writes the Ethernet/IPv4/UDP headers into every frame
+ * sent (in fill_frames(), to count with --toggle-collect=fill_frames): a
+ * copy of headers built once (testpmd's txonly, uvnet-drvbench, uvnet-perf
+ * stream) or the frame builder run per frame (uvn_frame_udp4()).
  * The backend thread answers the vhost-user messages; once the driver is up
  * the device's data path (<uvnet/device.h>) runs in the main thread between the driver's
  * bursts (it drains or fills the whole ring), so every burst is a full one
@@ -29,7 +33,10 @@
 #include <uvnet/device.h>
 #include <uvnet/driver.h>
 
+#include "net/frame.h"
 #include "util/sys.h"
+
+enum { FILL_NONE, FILL_COPY, FILL_BUILD };
 
 struct dev {
 	char dir[64], path[108];
@@ -71,6 +78,28 @@ static void dev_step(struct dev *d)
 static __attribute__((noinline)) void free_received(struct uvn_pkt **pkts, unsigned n)
 {
 	uvn_pkt_free_bulk(pkts, n);
+}
+
+static void build_headers(uint8_t *b, unsigned size)
+{
+	static const uint8_t dst[6] = { 0x02, 0, 0, 0, 0, 0x02 }, src[6] = { 0x02, 0, 0, 0, 0, 0x01 };
+	const struct uvn_frame_addr a = { .dst = dst, .src = src, .sport = 9, .dport = 9 };
+
+	uvn_frame_udp4(b, &a, size);
+}
+
+/* --fill: the sender's per-frame work, a function of its own for callgrind. */
+static __attribute__((noinline)) void fill_frames(struct uvn_pkt **pkts, unsigned n, int fill,
+						  const uint8_t *hdr, unsigned size)
+{
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t *b = pkts[i]->seg[0].iov_base;
+
+		if (fill == FILL_COPY)
+			memcpy(b, hdr, UVN_FRAME_UDP_HDR);
+		else
+			build_headers(b, size);
+	}
 }
 
 /* The backend thread: the vhost-user messages of one frontend. */
@@ -118,7 +147,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "dir", required_argument, NULL, 'd' }, { "packets", required_argument, NULL, 'n' },
 		{ "opt", required_argument, NULL, 'o' }, { "segs", required_argument, NULL, 's' },
-		{ "size", required_argument, NULL, 'z' },
+		{ "size", required_argument, NULL, 'z' }, { "fill", required_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct uvn_pkt_pool_cfg sc = { .count = 4096, .buf_size = 2048 };
@@ -132,13 +161,16 @@ int main(int argc, char **argv)
 	struct uvn_drv_cfg cfg;
 	struct uvn_drv *drv;
 	struct dev d = { .tx = true, .size = 64 };
+	uint8_t hdr[UVN_FRAME_UDP_HDR];
 	unsigned segs = 1;
-	int o, r;
+	int o, r, fill = FILL_NONE;
 
 	uvn_drv_cfg_init(&cfg);
 	cfg.poll = true;
-	while ((o = getopt_long(argc, argv, "d:n:o:s:z:", lo, NULL)) != -1) {
-		if (o == 'z')
+	while ((o = getopt_long(argc, argv, "d:n:o:s:z:f:", lo, NULL)) != -1) {
+		if (o == 'f' && (!strcmp(optarg, "copy") || !strcmp(optarg, "build")))
+			fill = !strcmp(optarg, "copy") ? FILL_COPY : FILL_BUILD;
+		else if (o == 'z')
 			d.size = (unsigned)atoi(optarg);
 		else if (o == 'd')
 			d.tx = !strcmp(optarg, "tx");
@@ -151,6 +183,7 @@ int main(int argc, char **argv)
 	}
 	if (!segs || segs > 4 || d.size < 60 || d.size > 1984)
 		return 2;
+	build_headers(hdr, d.size);
 	snprintf(d.dir, sizeof(d.dir), "/tmp/uvn-drvself-XXXXXX");
 	if (!mkdtemp(d.dir))
 		return 1;
@@ -172,6 +205,8 @@ int main(int argc, char **argv)
 		if (d.tx) {
 			unsigned k = uvn_drv_tx_alloc(drv, 0, pkts, 32, d.size);
 
+			if (fill)
+				fill_frames(pkts, k, fill, hdr, d.size);
 			for (unsigned i = 0; i < k && segs > 1; i++) {
 				uint8_t *f = pkts[i]->seg[0].iov_base;
 				unsigned per = d.size / segs;
