@@ -16,6 +16,7 @@
 
 #include <uvnet/driver.h>
 
+#include "net/frame.h"
 #include "perf.h"
 
 #define WK_SMALL_MAX (2048u - UVN_DRV_HEADROOM)
@@ -35,6 +36,7 @@ struct wk_frames {
 	unsigned size, segs, queues;
 	bool big, gso;
 	uint8_t dst[6], src[6];
+	uint8_t hdr[UVN_FRAME_TCP_HDR]; /* every frame's headers (UDP: the first 42 bytes) */
 	uint8_t *mem;                   /* big: slots in the driver's shared memory */
 	size_t slot_len, mem_len;
 	struct wk_slot *slots;
