@@ -285,6 +285,7 @@ field() { [[ -f $1 ]] && cat "$1" || echo "${2:--}"; }
 
 echo "# isolation: uvnet-perf stream --pair, $SIZE B, $MODE mode, $RUNS interleaved runs of ${SECS}s (+${WARM}s warm-up) per attack"
 echo "# uvnetd $UVNETD (git $(git -C "$BUILD/.." rev-parse --short HEAD 2>/dev/null)), $(date -u +%FT%TZ), $(nproc) CPUs; uvnetd CPU 0, pair CPU 1, attacker CPU $ACPU ($ASCHED)"
+echo "# host: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), kernel $(uname -r)"
 printf '| %-12s | %-20s | %-20s | %-5s | %-30s | %-7s | %-28s | %-12s | %s | %s |\n' attack "pair Gb/s alone" \
 	"with attacker" ratio "with its control (name)" "÷ ctrl" "uvnetd (attacked runs)" "stop (max)" \
 	"hostile queues/connection (ctl, last run); uvnetd RSS" "attacker (last run)"

@@ -14,14 +14,11 @@
 #                      primed with `start tx_first 8`: frames lap A->B->A...
 #                      through the switch in both directions; the rate is both
 #                      ports' Rx-pps summed (frames the switch delivered)
-#             pair     uvnet-perf stream --pair: uvnet's driver A sends to B;
-#                      the rate is B's (one direction)
-#
-# uvnet-perf --pair has no option to drive sockets it did not create (its
-# --connect takes one socket and excludes --pair), so the pair runs with a
-# stand-in for uvnetd (--uvnetd WRAPPER) that links the two sockets uvnet-perf
-# names to the switch's sockets; uvnet-perf's device columns (CPU, counters)
-# are then empty and this script reads the switch itself.
+#             pair     uvnet-perf stream --pair --connect SOCK_A,SOCK_B
+#                      --connect-pid SWITCH: uvnet's driver A sends to B
+#                      through the switch's two sockets; the rate is B's (one
+#                      direction), lost = frames A sent that B never got
+#                      (uvnet-perf's "unaccounted": the switch dropped them)
 #
 # Runs are interleaved per frame size and guest: uvnetd ovs testpmd uvnetd
 # ovs testpmd ...; the table gives medians (min-max) in Mpps and Gb/s of
@@ -35,10 +32,15 @@
 #            (set record-burst-stats, show fwd stats)
 #   guest    testpmd: its own empty RX bursts the same way; pair: the CPU the
 #            driver process got (uvnet-perf cpu_driver, 1.0 = a whole core)
+#   sw cpu   ns of the switch process's CPU per delivered frame / the share
+#            of a core it got (in event mode the switch's cost; in poll mode
+#            its core is busy anyway): for the pair uvnet-perf's own
+#            cpu_device over its measured window (--connect-pid)
 # A switch idle on most of its polls waits for the guest side: the guest sets
 # the rate. A switch never idle while the guest side often is: the switch does.
 # The switch's counters are read over the guest's window (testpmd guest) or,
-# for the pair, over its measured window less half a second at each end.
+# for the pair, over its measured window less half a second at each end
+# (its CPU per frame over the window itself).
 #
 # 64 KB frames: the pair sends TSO frames where the switch offers HOST_TSO4
 # (uvnetd; testpmd's net_vhost with tso=1), jumbo frames otherwise; testpmd's
@@ -71,7 +73,7 @@ while (($#)); do
 	--uvnetd) UVNETD=$2; shift 2 ;;
 	--perf) PERF=$2; shift 2 ;;
 	--keep) KEEP=1; shift ;;
-	-h | --help) sed -n '2,56p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -383,31 +385,13 @@ guest_testpmd() {
 	GOUT="$pps $gidle"
 }
 
-# The stand-in uvnet-perf starts as "uvnetd": its sockets become links to
-# the switch's (VM2VM_A, VM2VM_B); --help and --version go to the real one.
-cat >"$R/uvnetd-wrap" <<'WRAP'
-#!/bin/bash
-[[ " $* " == *" --port "* ]] || exec "$VM2VM_REAL" "$@"
-socks=("$VM2VM_A" "$VM2VM_B") i=0
-while (($#)); do
-	if [[ $1 == --port ]]; then
-		s=${2#vhost-user:}
-		ln -sf "${socks[$i]}" "${s%%,*}"
-		i=$((i + 1))
-		shift 2
-	else
-		shift
-	fi
-done
-trap 'exit 0' INT TERM
-while :; do sleep 0.2; done
-WRAP
-chmod +x "$R/uvnetd-wrap"
-
+# The pair drives the switch's two sockets; --connect-pid gives uvnet-perf
+# the switch's CPU over its own measured window (PAIR_CPU, a share of a core).
 guest_pair() {
 	local size=$1 p
-	VM2VM_REAL=$UVNETD VM2VM_A=$SOCK_A VM2VM_B=$SOCK_B "$PERF" stream --pair -M "$MODE" -s "$size" -l "$SECS" -w "$WARM" --json \
-		--uvnetd "$R/uvnetd-wrap" --device-cpu 0 --driver-cpu 1 >"$R/p.json" 2>"$R/p.err" &
+	"$PERF" stream --pair -M "$MODE" -s "$size" -l "$SECS" -w "$WARM" --json \
+		--connect "$SOCK_A,$SOCK_B" --connect-pid "$SW_PID" --device-cpu 0 --driver-cpu 1 \
+		>"$R/p.json" 2>"$R/p.err" &
 	p=$!
 	PIDS+=("$p")
 	# uvnet-perf measures from the warm-up's end after its driver is up
@@ -424,18 +408,23 @@ guest_pair() {
 	for i in "${PIDS[@]}"; do [[ $i == "$p" ]] || keep+=("$i"); done
 	PIDS=("${keep[@]}")
 	cp "$R/p.json" "$R/logs/p.$SW.$size.$RUN.json" 2>/dev/null
-	GOUT=$(python3 - "$R/p.json" <<'PY'
+	cp "$R/p.err" "$R/logs/p.$SW.$size.$RUN.err" 2>/dev/null
+	local out
+	out=$(python3 - "$R/p.json" <<'PY'
 import json, sys
 try:
     j = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
 except Exception:
-    print("0 error"); sys.exit()
+    print("0 error -"); sys.exit()
 if j.get("status") != "ok":
-    print("0 %s" % (j.get("reason") or j.get("status")).replace(" ", "_")[:160]); sys.exit()
-cpu = j.get("cpu_driver")
-print("%d cpu=%s,%s,rtt=%s" % (j["pps"], "-" if cpu is None else "%.2f" % cpu, j.get("offload"), j.get("rtt_ns")))
+    print("0 %s -" % (j.get("reason") or j.get("status")).replace(" ", "_")[:160]); sys.exit()
+cpu, dev = j.get("cpu_driver"), j.get("cpu_device")
+print("%d cpu=%s,%s,rtt=%s,lost=%s %s" % (j["pps"], "-" if cpu is None else "%.2f" % cpu, j.get("offload"),
+      j.get("rtt_ns"), j.get("unaccounted"), "-" if dev is None else dev))
 PY
 )
+	PAIR_CPU=${out##* }
+	GOUT=${out% *}
 }
 
 # one SWITCH GUEST SIZE: LINE="pps guestinfo switchidle switchinfo cpu_ns_per_frame/core"
@@ -452,13 +441,16 @@ one() {
 		"sw_stop_$SW" 2>/dev/null
 		return
 	fi
-	GOUT="0 -"
+	GOUT="0 -" PAIR_CPU=-
 	"guest_$2" "$3"
 	out=$GOUT
 	r=$("sw_idle_$SW")
 	"sw_stop_$SW"
 	local pps=${out%% *} cpf=-
-	if [[ -n ${SW_CPU[end]:-} && $pps != 0 ]]; then
+	if [[ $PAIR_CPU != - && $pps != 0 ]]; then
+		# uvnet-perf's: the switch's CPU over the pair's measured window
+		cpf=$(awk -v c="$PAIR_CPU" -v p="$pps" 'BEGIN { printf "%.0f/%.2f", c * 1e9 / p, c }')
+	elif [[ -n ${SW_CPU[end]:-} && $pps != 0 ]]; then
 		cpf=$(awk -v c0="${SW_CPU[begin]}" -v c1="${SW_CPU[end]}" -v t0="${SW_T[begin]}" -v t1="${SW_T[end]}" \
 			-v p="$pps" 'BEGIN { printf "%.0f", (c1 - c0) / ((t1 - t0) / 1e9) / p }')
 		# with the CPU the switch got over the window
@@ -479,13 +471,16 @@ na_reason() { # SWITCH GUEST SIZE -> why that cell cannot run, or nothing
 	fi
 }
 
+# the host's CPU model, as lscpu names it
+host_cpu() { lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1; }
+
 mkdir -p "$R/logs"
 echo "# $CMDLINE"
 echo "# VM-to-VM through a switch on CPU 0, guest side on CPU 1; $RUNS interleaved runs of ${SECS}s (+${WARM}s warm-up), $MODE mode (uvnetd, pair)"
 echo "# uvnetd $UVNETD (git $(git -C "$BUILD/.." describe --always --dirty 2>/dev/null)), OVS $("$VSWITCHD" --version 2>/dev/null | head -1 | awk '{print $NF}'), DPDK $(dpkg-query -W -f '${Version}' dpdk-dev 2>/dev/null)"
-echo "# $(date -u +%FT%TZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u +%FT%TZ), host: $(host_cpu), $(nproc) CPUs, kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# switch idle: uvnetd = empty polls of its busy guest TX queues, ovs = PMD idle cycles, testpmd = empty RX bursts;"
-echo "# guest: testpmd empty RX bursts, pair cpu_driver, offload and CPU0<->CPU1 cache-line round trip (ns); sw cpu = ns of switch CPU per frame / share of a core it got"
+echo "# guest: testpmd empty RX bursts, pair cpu_driver, offload, CPU0<->CPU1 cache-line round trip (ns) and frames the switch lost; sw cpu = ns of switch CPU per frame / share of a core it got"
 RAW=()
 declare -A RES INFO
 for size in $SIZES; do
@@ -533,7 +528,7 @@ for size in $SIZES; do
 			idle=$(tr ' ' '\n' <<<"${INFO[$size.$guest.$sw]}" | awk -F'|' 'NF {printf "%s%s", (n++ ? "," : ""), $2 ($3 != "-" && $3 != "" ? " " $3 : "")}')
 			((nfail)) && rel+="($nfail of $RUNS runs failed) "
 			gi=$(tr ' ' '\n' <<<"${INFO[$size.$guest.$sw]}" |
-				awk -F'|' 'NF {printf "%s%s/%s", (n++ ? "," : ""), (length($1) > 40 ? "failed" : $1), $4}')
+				awk -F'|' 'NF {printf "%s%s/%s", (n++ ? "," : ""), (length($1) > 60 ? "failed" : $1), $4}')
 			printf '| %-5s | %-7s | %-7s | %6.3f (%5.3f-%5.3f)    | %6.2f (%5.2f-%5.2f)  | %-24s | %-28s | %s |\n' \
 				"$size" "$guest" "$sw" \
 				"$(awk -v v="$m" 'BEGIN{print v/1e6}')" "$(awk -v v="$mn" 'BEGIN{print v/1e6}')" \
