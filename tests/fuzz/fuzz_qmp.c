@@ -19,8 +19,18 @@
  * FZ_DIGEST=1 prints a digest of how each input ended, to compare a run
  * alone with one among others.
  *
- * Per piece the harness costs one send (and a read of the client's
- * answers after a newline); the rest is the client's own reads.
+ * The client's socket is swapped for one end of a SOCK_SEQPACKET pair
+ * once it connected (same fd number, same handler in the loop): a read
+ * returns one record, so a run of pieces goes out with one sendmmsg and
+ * the client still reads them one piece per read, as it did when each
+ * piece was sent and read on its own; a run ends with the first piece
+ * that holds a newline, after which the client's answers are read, as
+ * before. The client's code does not tell a stream from a seqpacket
+ * socket (read, write, EOF after our shutdown); pieces are never empty
+ * (an empty record would read as EOF) and never larger than the room
+ * left in its line buffer (an input longer than SEQ_MAX keeps the stream
+ * socket, one piece per send). One byte per piece still costs a record
+ * and a read each: that floor is the socket's.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -47,6 +58,7 @@ static char path[64];
 static int lfd = -1;
 static struct uvn_loop *loop;
 static int loop_info = -1; /* /proc/self/fdinfo of the loop's epoll fd */
+static int loop_ep = -1;   /* that epoll fd */
 
 /* How an input ended, to compare two runs of it (FZ_REPEAT). */
 struct outcome {
@@ -74,6 +86,7 @@ static int open_loop_info(void)
 
 				snprintf(p, sizeof(p), "/proc/self/fdinfo/%s", e->d_name);
 				fd = open(p, O_RDONLY | O_CLOEXEC);
+				loop_ep = atoi(e->d_name);
 			}
 		}
 	}
@@ -159,6 +172,65 @@ static void run(int sfd, bool newline, struct outcome *o)
 		o->written += drain(sfd);
 }
 
+/*
+ * The client's socket, just dialled and registered, becomes one end of a
+ * SOCK_SEQPACKET pair: same fd number, registered again with the same
+ * handler. @return our end (the stream socket we accepted is closed)
+ */
+static int to_seqpacket(int sfd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = client };
+	int sp[2];
+
+	CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sp) == 0);
+	CHECK(epoll_ctl(loop_ep, EPOLL_CTL_DEL, client_fd, NULL) == 0);
+	CHECK(dup3(sp[0], client_fd, O_CLOEXEC) == client_fd);
+	close(sp[0]);
+	CHECK(epoll_ctl(loop_ep, EPOLL_CTL_ADD, client_fd, &ev) == 0);
+	close(sfd);
+	return sp[1];
+}
+
+/* Records one sendmmsg sends at most; and the input size up to which
+ * pieces go as records (a record longer than the room left in the
+ * client's line buffer would be cut short, where a stream is read on). */
+#define BATCH 64
+#define SEQ_MAX 32768
+
+/*
+ * Send pieces from @off: as many as go in one sendmmsg, up to and
+ * including the first that holds a newline (on a stream socket, one).
+ * @return bytes sent (0: the client hung up, or reads no more now);
+ * *@newline: a piece sent held one
+ */
+static size_t send_pieces(int sfd, const uint8_t *data, size_t size, size_t off, size_t piece,
+			  unsigned max, bool *newline)
+{
+	struct mmsghdr mm[BATCH];
+	struct iovec iov[BATCH];
+	unsigned k = 0;
+	size_t sent = 0;
+	int r;
+
+	*newline = false;
+	for (size_t o = off; k < max && o < size && !*newline; k++) {
+		size_t n = size - o < piece ? size - o : piece;
+
+		iov[k] = (struct iovec){ (void *)(data + o), n };
+		mm[k] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[k], .msg_iovlen = 1 } };
+		*newline = memchr(data + o, '\n', n) != NULL;
+		o += n;
+	}
+	r = sendmmsg(sfd, mm, k, MSG_NOSIGNAL | MSG_DONTWAIT);
+	*newline = false;
+	for (int i = 0; i < r; i++) {
+		/* a stream socket may take part of its one piece */
+		*newline |= memchr(iov[i].iov_base, '\n', mm[i].msg_len) != NULL;
+		sent += mm[i].msg_len;
+	}
+	return sent;
+}
+
 static void run_input(const uint8_t *data, size_t size, void *out)
 {
 	struct outcome mine, *o = out ? out : &mine;
@@ -166,8 +238,9 @@ static void run_input(const uint8_t *data, size_t size, void *out)
 		{ 0xff, 0xff, 0xff, 0xff, 0xff, 0xff }, { 0x01, 0, 0x5e, 0, 0, 1 },
 		{ 0x52, 0x54, 0, 0x12, 0x34, 0x56 }, { 0x02, 0, 0, 0, 0, 2 },
 	};
+	bool seq = size <= SEQ_MAX, newline;
 	struct uvn_qmp *q;
-	size_t piece, off = 1;
+	size_t piece, off = 1, w;
 	int sfd, stray;
 
 	piece = 1 + (size_t)(data[0] >> 2) * 64;
@@ -178,14 +251,11 @@ static void run_input(const uint8_t *data, size_t size, void *out)
 	if (sfd < 0)
 		abort();
 	CHECK(registrations(&client_fd, &client) == 1 && client->fd == client_fd);
-	while (off < size) {
-		size_t n = size - off < piece ? size - off : piece;
-		ssize_t w = send(sfd, data + off, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (w <= 0)
-			break; /* the client hung up, or will not read more now */
-		run(sfd, memchr(data + off, '\n', (size_t)w) != NULL, o);
-		off += (size_t)w;
+	if (seq)
+		sfd = to_seqpacket(sfd);
+	while (off < size && (w = send_pieces(sfd, data, size, off, piece, seq ? BATCH : 1, &newline))) {
+		run(sfd, newline, o);
+		off += w;
 	}
 	if (data[0] & 2)
 		shutdown(sfd, SHUT_WR);
