@@ -89,6 +89,8 @@ void pt_usage(FILE *f)
 	      "  -c, --connect SOCK_A,SOCK_B   --pair: A and B connect to a switch's two\n"
 	      "                       sockets (uvnetd, OVS dpdkvhostuser, testpmd net_vhost);\n"
 	      "                       the switch's drops are the result's \"unaccounted\"\n"
+	      "      --listen         the --connect sockets are the driver's: it listens, the\n"
+	      "                       backend connects (OVS dpdkvhostuserclient)\n"
 	      "      --connect-pid PID  the external backend's process, for its CPU\n"
 	      "      --device-cpu N   (default 0)     --driver-cpu N  (default 1)\n"
 	      "      --uvnetd PATH    --testpmd PATH\n\n"
@@ -158,6 +160,8 @@ const char *pt_cfg_check(const struct pt_cfg *c)
 		return "--connect SOCK_A,SOCK_B: A and B must be two different sockets";
 	if (c->connect && c->device != PT_DEV_EXTERNAL)
 		return "--connect drives an external backend: no --device with it";
+	if (c->listen && (!c->connect || c->driver != PT_DRV_UVNET))
+		return "--listen: uvnet's driver listens on the --connect sockets (--driver uvnet)";
 	if (c->connect_pid && !c->connect)
 		return "--connect-pid is the external backend's process: it needs --connect";
 	if (c->rate_gbps > 0 && (c->test != PT_STREAM || c->driver != PT_DRV_UVNET ||
@@ -267,7 +271,7 @@ static int connect_arg(const char *v, struct pt_opts *o)
 enum {
 	O_SEGS = 256, O_BURST, O_QSIZE, O_DIRTY, O_PAIR, O_DEFERRED, O_MERGE, O_DESC, O_ZC, O_DRIVER,
 	O_DEVICE, O_CONNECT_PID, O_DEV_CPU, O_DRV_CPU, O_UVNETD, O_TESTPMD,
-	O_SUITE, O_COMPARE, O_RUNS, O_PLOT, O_RATE,
+	O_SUITE, O_COMPARE, O_RUNS, O_PLOT, O_RATE, O_LISTEN,
 };
 
 static const struct option longopts[] = {
@@ -294,6 +298,7 @@ static const struct option longopts[] = {
 	{ "device", required_argument, NULL, O_DEVICE },
 	{ "connect", required_argument, NULL, 'c' },
 	{ "connect-pid", required_argument, NULL, O_CONNECT_PID },
+	{ "listen", no_argument, NULL, O_LISTEN },
 	{ "device-cpu", required_argument, NULL, O_DEV_CPU },
 	{ "driver-cpu", required_argument, NULL, O_DRV_CPU },
 	{ "uvnetd", required_argument, NULL, O_UVNETD },
@@ -344,6 +349,7 @@ static int parse_cfg(int opt, const char *v, struct pt_opts *o)
 	case O_DRIVER: r = PICK(v, drv_names, &u); c->driver = u; break;
 	case O_DEVICE: r = PICK(v, ((const char *const[]){ "uvnetd", "dpdk" }), &u); c->device = u; break;
 	case 'c': r = connect_arg(v, o); break;
+	case O_LISTEN: c->listen = true; break;
 	case O_CONNECT_PID: r = uint_arg(v, 1, 1u << 30, &u); c->connect_pid = (pid_t)u; break;
 	case O_DEV_CPU: r = num(v, 0, 4095, &d); c->dev_cpu = (int)d; break;
 	case O_DRV_CPU: r = num(v, 0, 4095, &d); c->drv_cpu = (int)d; break;

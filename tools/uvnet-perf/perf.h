@@ -69,6 +69,8 @@ struct pt_cfg {
 	const char *connect;        /* external backend's socket (a pair: A's) */
 	const char *connect_b;      /* a pair through an external switch: B's socket (else NULL) */
 	pid_t connect_pid;          /* its process, for its CPU (0: unknown) */
+	bool listen;                /* --listen: our drivers listen on the --connect sockets and the
+				     * backend connects (OVS dpdkvhostuserclient, uvnetd's client ports) */
 	int dev_cpu, drv_cpu;
 	unsigned burst;
 	unsigned queue_size;         /* uvnet's driver: ring entries (its RX and TX rings) */

@@ -378,7 +378,7 @@ void pt_run(const struct pt_opts *o, const struct pt_cfg *c, struct pt_result *r
 		}
 	}
 	ok = start_side(&x, &x.dev, c->device == PT_DEV_DPDK ? 60 : 10) &&
-	     start_side(&x, &x.drv, c->driver == PT_DRV_DPDK ? 60 : 20);
+	     start_side(&x, &x.drv, c->driver == PT_DRV_DPDK || c->listen ? 60 : 20);
 	ok = ok && measure(&x);
 	finish(&x);
 	if (pt_interrupted)

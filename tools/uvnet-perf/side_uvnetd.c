@@ -237,7 +237,8 @@ static unsigned ext_socks(const struct pt_side *s)
 static int ext_start(struct pt_side *s)
 {
 	s->pid = s->c->connect_pid;
-	for (unsigned i = 0; i < ext_socks(s); i++) {
+	/* --listen: the driver makes the sockets, the backend connects to them */
+	for (unsigned i = 0; !s->c->listen && i < ext_socks(s); i++) {
 		if (!pt_sock_exists(s->sock[i])) {
 			snprintf(s->why, sizeof(s->why), "no vhost-user socket at %s", s->sock[i]);
 			return -ENOENT;
@@ -248,7 +249,7 @@ static int ext_start(struct pt_side *s)
 
 static bool ext_ready(struct pt_side *s)
 {
-	for (unsigned i = 0; i < ext_socks(s); i++)
+	for (unsigned i = 0; !s->c->listen && i < ext_socks(s); i++)
 		if (!pt_sock_exists(s->sock[i]))
 			return false;
 	return true;

@@ -203,6 +203,10 @@ static void drv_cfg(const struct wk_shm *sh, unsigned which, struct uvn_drv_cfg 
 	dc->mrg_sizing = c->merge;
 	dc->desc_cache = c->desc_cache;
 	dc->desc_cache_thr = c->desc_cache_thr;
+	/* --listen: the backend connects when it is ready (OVS retries every second) */
+	dc->server = c->listen;
+	if (c->listen)
+		dc->timeout_ms = 60000;
 	/* TSO both ways when the backend offers it: frames above the MTU go
 	 * as GSO frames, the way a Linux guest sends them. Receiving GSO
 	 * frames needs big or mergeable buffers. */

@@ -142,8 +142,9 @@ static uint64_t now_ms(void)
 	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
-/* uvnetd --forward switch with ports a and b, listening; polling with @poll. */
-static int sw_start(bool poll)
+/* uvnetd --forward switch with ports a and b, listening (or with @client
+ * connecting, again and again until the sockets are there); polling with @poll. */
+static int sw_start(bool poll, bool client)
 {
 	char pa[128], pb[128];
 
@@ -153,8 +154,8 @@ static int sw_start(bool poll)
 	snprintf(sw.a, sizeof(sw.a), "%s/a.sock", sw.dir);
 	snprintf(sw.b, sizeof(sw.b), "%s/b.sock", sw.dir);
 	snprintf(sw.out, sizeof(sw.out), "%s/uvnetd.json", sw.dir);
-	snprintf(pa, sizeof(pa), "vhost-user:%s,name=a", sw.a);
-	snprintf(pb, sizeof(pb), "vhost-user:%s,name=b", sw.b);
+	snprintf(pa, sizeof(pa), "vhost-user:%s,name=a%s", sw.a, client ? ",client" : "");
+	snprintf(pb, sizeof(pb), "vhost-user:%s,name=b%s", sw.b, client ? ",client" : "");
 	sw.pid = fork();
 	if (sw.pid < 0)
 		return -1;
@@ -167,7 +168,7 @@ static int sw_start(bool poll)
 		      poll ? "--poll" : (char *)NULL, (char *)NULL);
 		_exit(127);
 	}
-	for (uint64_t end = now_ms() + 10000; !is_sock(sw.a) || !is_sock(sw.b);) {
+	for (uint64_t end = now_ms() + 10000; !client && (!is_sock(sw.a) || !is_sock(sw.b));) {
 		if (now_ms() > end || waitpid(sw.pid, NULL, WNOHANG) == sw.pid)
 			return -1;
 		usleep(5000);
@@ -179,13 +180,19 @@ static int sw_start(bool poll)
 static int sw_start_event(void **state)
 {
 	(void)state;
-	return sw_start(false);
+	return sw_start(false, false);
 }
 
 static int sw_start_poll(void **state)
 {
 	(void)state;
-	return sw_start(true);
+	return sw_start(true, false);
+}
+
+static int sw_start_client(void **state)
+{
+	(void)state;
+	return sw_start(false, true);
 }
 
 /* Stop uvnetd (SIGINT: it prints its totals) and read them. */
@@ -296,6 +303,18 @@ static void ext_unpaced(void **s)
 	js_free(&d);
 }
 
+/* --listen: the pair listens, uvnetd's client ports connect to it (OVS dpdkvhostuserclient). */
+static void ext_listen(void **s)
+{
+	struct sw_totals t;
+	struct js_doc d;
+
+	(void)s;
+	ext_run("stream --pair -s 1518 -M event --listen", &d, &t);
+	assert_false(is_sock(sw.a) || is_sock(sw.b)); /* the drivers removed their sockets */
+	js_free(&d);
+}
+
 /* No switch at those sockets: an error that names the socket, not a hang. */
 static void ext_no_switch(void **s)
 {
@@ -319,6 +338,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(unpaced_says_so),
 		cmocka_unit_test_setup_teardown(ext_paced, sw_start_event, sw_cleanup),
 		cmocka_unit_test_setup_teardown(ext_unpaced, sw_start_poll, sw_cleanup),
+		cmocka_unit_test_setup_teardown(ext_listen, sw_start_client, sw_cleanup),
 		cmocka_unit_test(ext_no_switch),
 	};
 
