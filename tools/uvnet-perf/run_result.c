@@ -267,10 +267,14 @@ static void pair_note(struct run *x)
 
 	if (!x->c->pair || x->c->test == PT_RR || r->status != PT_OK)
 		return;
-	note = x->c->rate_gbps > 0
-		       ? "pair flow: window (paced: A sends only what B's free rx buffers hold)"
-		       : "pair flow: none (unpaced: A does not wait for room in B's rx ring; "
-			 "drops are frames the switch had no room for)";
+	if (x->c->rate_gbps > 0)
+		note = "pair flow: window (paced: A sends only what B's free rx buffers hold)";
+	else if (x->c->device == PT_DEV_EXTERNAL)
+		note = "pair flow: none (unpaced: A does not wait for room in B's rx ring; "
+		       "what the external switch lost is \"unaccounted\")";
+	else
+		note = "pair flow: none (unpaced: A does not wait for room in B's rx ring; "
+		       "drops are frames the switch had no room for)";
 	snprintf(r->reason + len, sizeof(r->reason) - len, "%s%s", len ? "; " : "", note);
 }
 
