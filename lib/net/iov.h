@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "net/copy.h"
+
 /* Copy @len bytes at offset @off of the iovecs into @dst. @return bytes copied. */
 static inline size_t uvn_iov_to_buf(const struct iovec *iov, unsigned n, size_t off, void *dst,
 				    size_t len)
@@ -21,7 +23,7 @@ static inline size_t uvn_iov_to_buf(const struct iovec *iov, unsigned n, size_t 
 			continue;
 		}
 		c = l - off < len - done ? l - off : len - done;
-		memcpy((char *)dst + done, (const char *)iov[i].iov_base + off, c);
+		uvn_copy((char *)dst + done, (const char *)iov[i].iov_base + off, c);
 		done += c;
 		off = 0;
 	}
@@ -42,7 +44,7 @@ static inline size_t uvn_buf_to_iov(const struct iovec *iov, unsigned n, size_t 
 			continue;
 		}
 		c = l - off < len - done ? l - off : len - done;
-		memcpy((char *)iov[i].iov_base + off, (const char *)src + done, c);
+		uvn_copy((char *)iov[i].iov_base + off, (const char *)src + done, c);
 		done += c;
 		off = 0;
 	}
@@ -66,7 +68,7 @@ static inline size_t uvn_iov_to_iov(const struct iovec *dst, unsigned nd, size_t
 
 		if (c > len - done)
 			c = len - done;
-		memcpy((char *)dst[di].iov_base + doff, (const char *)src[si].iov_base + soff, c);
+		uvn_copy((char *)dst[di].iov_base + doff, (const char *)src[si].iov_base + soff, c);
 		done += c;
 		doff += c;
 		soff += c;

@@ -44,28 +44,6 @@ struct rx_frame {
 	uint8_t csum[2];
 };
 
-/*
- * glibc (2.36 here) copies from 2112 bytes on with REP MOVSB on CPUs with
- * FSRM, and on this AMD host REP MOVSB runs 3-4x slower unless source and
- * destination are equally aligned (docs/cpu-per-byte.md), which guest
- * buffers seldom are: the frame starts after a 12-byte header, the sender's
- * bytes anywhere in its pages. Such copies go in pieces the vector loop
- * takes, as fast as an aligned REP MOVSB.
- */
-#define COPY_PIECE 2048u
-
-static void copy_piecewise(char *dst, const char *src, size_t len)
-{
-	if (UVN_UNLIKELY(len > COPY_PIECE) && (((uintptr_t)dst ^ (uintptr_t)src) & 63)) {
-		for (; len > COPY_PIECE; len -= COPY_PIECE) {
-			memcpy(dst, src, COPY_PIECE);
-			dst += COPY_PIECE;
-			src += COPY_PIECE;
-		}
-	}
-	memcpy(dst, src, len);
-}
-
 /* Packet bytes [@from, @from + @len) to @dst, a copy per packet segment. */
 static void copy_segs(char *dst, const struct uvn_pkt *p, size_t from, size_t len)
 {
@@ -79,7 +57,7 @@ static void copy_segs(char *dst, const struct uvn_pkt *p, size_t from, size_t le
 			continue;
 		}
 		c = have - from < len ? have - from : len;
-		copy_piecewise(dst, (const char *)g->iov_base + from, c);
+		uvn_copy(dst, (const char *)g->iov_base + from, c);
 		dst += c;
 		len -= c;
 		from = 0;
@@ -506,7 +484,7 @@ static void write_fast(struct uvn_netdev_q *q, struct rx_item *items, unsigned n
 		if (q->guest_csum)
 			h.flags = p->vnet.flags & VIRTIO_NET_HDR_F_DATA_VALID;
 		uvn_hdr_store(items[i].dst, &h, UVN_NET_HDR_LEN);
-		memcpy(items[i].dst + UVN_NET_HDR_LEN, p->seg[0].iov_base, p->len);
+		uvn_copy(items[i].dst + UVN_NET_HDR_LEN, p->seg[0].iov_base, p->len);
 		uvn_vq_dev_push(q->vq, &items[i].ch, total);
 		uvn_stat_inc(&q->st.packets);
 		uvn_stat_add(&q->st.bytes, p->len);

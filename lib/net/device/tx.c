@@ -183,7 +183,7 @@ static struct uvn_pkt *finish(struct uvn_netdev_q *q, struct tx_item *it)
 		uvn_stat_inc(&q->st.zc_packets);
 	} else {
 		if (p && it->src)
-			memcpy(p->buf, it->src + UVN_NET_HDR_LEN, it->frame_len);
+			uvn_copy(p->buf, it->src + UVN_NET_HDR_LEN, it->frame_len);
 		if (p)
 			uvn_pkt_set_buf(p, it->frame_len);
 		if (p && q->zc && q->zc->mode != UVN_ZC_OFF)
