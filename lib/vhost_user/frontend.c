@@ -107,12 +107,15 @@ static int do_accept(struct uvn_vu_fe *fe)
 {
 	int r;
 
+	/* A path that is not ours (a live socket, any other file) makes
+	 * this fail, and is left alone: only what we bound is removed. */
 	fe->lfd = uvn_vu_listen(fe->path);
 	if (fe->lfd < 0) {
 		r = fe->lfd;
 		fe->lfd = -1;
 		return r;
 	}
+	fe->bound = true;
 	if (fe->stop_fd >= 0) {
 		struct pollfd p[2] = { { .fd = fe->lfd, .events = POLLIN },
 				       { .fd = fe->stop_fd, .events = POLLIN } };
@@ -149,7 +152,6 @@ int uvn_vu_fe_connect(const struct uvn_vu_fe_cfg *cfg, struct uvn_vu_fe **out)
 	if (!fe)
 		return -ENOMEM;
 	fe->fd = fe->lfd = -1;
-	fe->server = cfg->server;
 	fe->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : DEFAULT_TIMEOUT_MS;
 	fe->stop_fd = cfg->stop_fd > 0 ? cfg->stop_fd : -1;
 	snprintf(fe->path, sizeof(fe->path), "%s", cfg->path);
@@ -161,7 +163,7 @@ int uvn_vu_fe_connect(const struct uvn_vu_fe_cfg *cfg, struct uvn_vu_fe **out)
 
 		if (fd >= 0)
 			close(fd);
-		if (fe->server)
+		if (fe->bound)
 			unlink(fe->path);
 		free(fe);
 		return err;
@@ -180,7 +182,7 @@ void uvn_vu_fe_destroy(struct uvn_vu_fe *fe)
 		close(fe->fd);
 	if (fe->lfd >= 0)
 		close(fe->lfd);
-	if (fe->server)
+	if (fe->bound)
 		unlink(fe->path);
 	free(fe);
 }

@@ -17,7 +17,7 @@ struct uvn_vu_fe {
 	int fd;
 	int lfd;               /* server mode: the listening socket until accept */
 	char path[108];
-	bool server;
+	bool bound;            /* server mode: path is the socket we made, removed when done */
 	char name[64];
 	unsigned timeout_ms;
 	int stop_fd;           /* -1, or readable when connect/accept must give up */

@@ -13,6 +13,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -300,6 +302,44 @@ static void test_no_backend(void **state)
 	assert_int_equal(access(cfg.path, F_OK), -1); /* the socket file is removed */
 }
 
+/* Server mode on a path someone else holds (a live socket, a file): the
+ * open fails and leaves that path as it was. */
+static void test_server_path_not_ours(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct uvn_drv_cfg cfg;
+	struct uvn_drv *d = NULL;
+	char path[64];
+	int lfd, fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/uvn-drvbad-taken-%d.sock", (int)getpid());
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	unlink(path);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	uvn_drv_cfg_init(&cfg);
+	cfg.path = path;
+	cfg.server = true;
+	cfg.timeout_ms = 200;
+	assert_int_equal(uvn_drv_open(&cfg, &d), -EADDRINUSE);
+	assert_int_equal(access(path, F_OK), 0); /* the live socket is still there */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+	close(lfd);
+	unlink(path);
+
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(uvn_drv_open(&cfg, &d), -EEXIST);
+	assert_int_equal(access(path, F_OK), 0); /* the file is still there */
+	unlink(path);
+}
+
 /* ------------------------------------------- the real backend going bad */
 
 struct live {
@@ -535,6 +575,7 @@ int main(void)
 						  (void *)&bad_cases[i] };
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_script_ok);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_no_backend);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_server_path_not_ours);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_backend_dies);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_backend_dies_while_waiting);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_backend_corrupts_ring);
