@@ -257,9 +257,13 @@ static int rx_mergeable(struct uvn_netdev_q *q, struct rx_frame *f)
 				     : RX_TOOBIG;
 		uint32_t c, start;
 
-		if (UVN_UNLIKELY(r == RX_LONG) && used) {
-			/* Too long for what is left: the chains before it
-			 * are written, and it tries again with all of q->iov. */
+		if (UVN_UNLIKELY(r == RX_LONG) && used &&
+		    ch->nin + ch->nout <= UVN_NETDEV_MAX_IOV) {
+			/* Too long for what is left but not for q->iov: the
+			 * chains before it are written, and it tries again
+			 * with all of q->iov (one more walk of at most
+			 * UVN_NETDEV_MAX_IOV buffers per chain taken). A chain
+			 * too long for q->iov goes straight to the drop. */
 			write_chains(q, f, chs, lens, a, k, a ? 0 : UVN_NET_HDR_LEN, woff);
 			woff = off;
 			a = k;
@@ -274,6 +278,7 @@ static int rx_mergeable(struct uvn_netdev_q *q, struct rx_frame *f)
 				uvn_vq_dev_push(q->vq, &chs[i], 0);
 			k = 0;
 			a = 0;
+			used = 0;
 			off = 0;
 			woff = UVN_NET_HDR_LEN;
 			nhdr = 0;

@@ -779,6 +779,9 @@ static void test_rx_mergeable_long_chain_mid_frame(void **state)
 		assert_int_equal(done[3].len, 1000);
 		assert_int_equal(done[4].len, UVN_NET_HDR_LEN + 2500 - 2000);
 		assert_memory_equal((uint8_t *)done[2].token + UVN_NET_HDR_LEN, p->buf, 988);
+		/* The buffer taken before the long chain went back unwritten. */
+		for (unsigned b = 0; b < 1000; b++)
+			assert_int_equal(((uint8_t *)done[0].token)[b], 0xee);
 		uvn_pkt_free(p);
 		teardown_fx(fx);
 	}
