@@ -23,15 +23,21 @@
 # Runs are interleaved per frame size and guest: uvnetd ovs testpmd uvnetd
 # ovs testpmd ...; the table gives medians (min-max) in Mpps and Gb/s of
 # frame bytes, and over the same window what each side's counters say:
-#   uvnetd   idle: polls of the guest TX queues that moved frames which found
-#            nothing (ctl show queues: empty / (empty + bursts)); nobuf: frames
+#   uvnetd   idle: the share of its worker's cycles spent in poll rounds
+#            that brought in no frame (ctl show stats: poll_idle_cycles, as
+#            OVS counts idle cycles; poll mode only); empty-polls: the share
+#            of its polls of the busy guest TX queues that found nothing (a
+#            count, not a time: an empty poll costs little); nobuf: frames
 #            uvnetd dropped because a guest RX ring was full; cpu/frame: CPU
 #            of the uvnetd process per delivered frame (event mode's figure)
 #   ovs      idle: the PMD thread's idle cycles (dpif-netdev/pmd-stats-show)
-#   testpmd  idle: RX bursts of the io forwarding that returned no frame
+#   testpmd  idle: the share of the window its core spent outside bursts
+#            that moved frames (set record-core-cycles: busy cycles);
+#            empty-bursts: RX bursts that returned no frame, a count
 #            (set record-burst-stats, show fwd stats)
-#   guest    testpmd: its own empty RX bursts the same way; pair: the CPU the
-#            driver process got (uvnet-perf cpu_driver, 1.0 = a whole core)
+#   guest    testpmd: its own empty RX bursts and busy share the same way;
+#            pair: the CPU the driver process got (uvnet-perf cpu_driver,
+#            1.0 = a whole core)
 #   sw cpu   ns of the switch process's CPU per delivered frame / the share
 #            of a core it got (in event mode the switch's cost; in poll mode
 #            its core is busy anyway): for the pair uvnet-perf's own
@@ -172,9 +178,10 @@ sw_start_uvnetd() {
 }
 sw_mark_uvnetd() {
 	"$UVNETD" ctl "$R/sw/ctl.sock" show queues --json >"$R/sw/q.$1" 2>/dev/null
+	"$UVNETD" ctl "$R/sw/ctl.sock" show stats --json >"$R/sw/s.$1" 2>/dev/null
 }
 sw_idle_uvnetd() {
-	python3 - "$R/sw/q.begin" "$R/sw/q.end" <<'PY'
+	python3 - "$R/sw/q.begin" "$R/sw/q.end" "$R/sw/s.begin" "$R/sw/s.end" <<'PY'
 import json, sys
 def load(f):
     try:
@@ -182,9 +189,18 @@ def load(f):
             return {(q["port"], q["vq"]): q["dev"] for q in json.load(h)["queues"]}
     except Exception:
         return {}
+def cycles(f):
+    try:
+        with open(f) as h:
+            d = json.load(h)
+        return d["poll_busy_cycles"], d["poll_idle_cycles"]
+    except Exception:
+        return 0, 0
 a, b = load(sys.argv[1]), load(sys.argv[2])
 if not b:
     print("- -"); sys.exit()
+(b0, i0), (b1, i1) = cycles(sys.argv[3]), cycles(sys.argv[4])
+busy, idle = b1 - b0, i1 - i0
 d = lambda k, f: b[k].get(f, 0) - a.get(k, {}).get(f, 0)
 empty = bursts = nobuf = 0
 for k, q in b.items():
@@ -192,7 +208,10 @@ for k, q in b.items():
         empty += d(k, "empty"); bursts += d(k, "bursts")
     if k[1] % 2 == 0:
         nobuf += d(k, "drop_nobuf")
-print("%.0f%% nobuf=%d" % (100.0 * empty / (empty + bursts) if empty + bursts else 0, nobuf))
+# poll mode: the share of the worker's cycles in rounds that found nothing
+# (as OVS's idle cycles); event mode has none: "-" (its cost is cpu/frame)
+print("%s nobuf=%d,empty-polls=%.0f%%" % ("%.0f%%" % (100.0 * idle / (busy + idle)) if busy + idle else "-",
+      nobuf, 100.0 * empty / (empty + bursts) if empty + bursts else 0))
 PY
 }
 sw_stop_uvnetd() { stop "$SW_PID"; }
@@ -285,6 +304,7 @@ sw_start_testpmd() {
 	SW_PID=$TP_PID
 	wait_for 60 tp_prompt "$R/sw/tp.log" || return 1
 	echo "set record-burst-stats on" >&8
+	echo "set record-core-cycles on" >&8
 	echo "start" >&8
 	wait_for 10 socks_up
 }
@@ -307,10 +327,20 @@ tp_empty() {
 			tot += n; zero += n * z / 100 }
 		END { if (tot) printf "%.0f%%\n", 100 * zero / tot; else print "-" }' "$1"
 }
+# share of a window of S seconds its forwarding core spent on bursts that
+# moved frames (record-core-cycles: "busy cycles=N ... at F MHz Clock")
+tp_busy() { # FILE S
+	awk -v s="$2" '/busy cycles=/ { if (match($0, /busy cycles=[0-9]+/)) b += substr($0, RSTART + 12, RLENGTH - 12)
+			if (match($0, /at [0-9]+ MHz/)) f = substr($0, RSTART + 3, RLENGTH - 7) }
+		END { if (f && s > 0) printf "%.0f%%\n", 100 * b / (f * 1e6 * s); else print "-" }' "$1"
+}
 sw_idle_testpmd() {
 	# what it printed after the window began: the "show fwd stats all" at its end
 	tail -n +$((SW_LOGPOS + 1)) "$R/sw/tp.log" >"$R/sw/fwd.end"
-	echo "$(tp_empty "$R/sw/fwd.end") -"
+	local busy secs
+	secs=$(awk -v a="${SW_T[begin]:-0}" -v b="${SW_T[end]:-0}" 'BEGIN { print (b - a) / 1e9 }')
+	busy=$(tp_busy "$R/sw/fwd.end" "$secs")
+	echo "$([[ $busy == - ]] && echo - || echo "$((100 - ${busy%\%}))%") empty-bursts=$(tp_empty "$R/sw/fwd.end")"
 }
 sw_stop_testpmd() {
 	echo "stop" >&8
@@ -352,6 +382,7 @@ guest_testpmd() {
 	"sw_ready_$SW"
 	sleep 0.5
 	echo "set record-burst-stats on" >&7
+	echo "set record-core-cycles on" >&7
 	echo "start tx_first 8" >&7
 	sleep "$WARM"
 	echo "show port stats all" >&7
@@ -369,7 +400,7 @@ guest_testpmd() {
 	pps=$(grep -o 'Rx-pps: *[0-9]*' "$R/g.log" | tail -2 | awk '{s += $2} END {print s + 0}')
 	tail -n +$((pos + 1)) "$R/g.log" | sed -n '/Forward statistics/,$p' >"$R/g.fwd"
 	local gidle
-	gidle="empty=$(tp_empty "$R/g.fwd")"
+	gidle="empty=$(tp_empty "$R/g.fwd"),busy=$(tp_busy "$R/g.fwd" "$SECS")"
 	# why a run moved nothing: no stats printed, or no frame lapped (primed frames lost)
 	if [[ $pps == 0 ]]; then
 		if (($(grep -c 'Rx-pps' "$R/g.log") < 4)); then gidle+=",no-port-stats"; else gidle+=",no-frame-lapped"; fi
@@ -479,8 +510,8 @@ echo "# $CMDLINE"
 echo "# VM-to-VM through a switch on CPU 0, guest side on CPU 1; $RUNS interleaved runs of ${SECS}s (+${WARM}s warm-up), $MODE mode (uvnetd, pair)"
 echo "# uvnetd $UVNETD (git $(git -C "$BUILD/.." describe --always --dirty 2>/dev/null)), OVS $("$VSWITCHD" --version 2>/dev/null | head -1 | awk '{print $NF}'), DPDK $(dpkg-query -W -f '${Version}' dpdk-dev 2>/dev/null)"
 echo "# $(date -u +%FT%TZ), host: $(host_cpu), $(nproc) CPUs, kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# switch idle: uvnetd = empty polls of its busy guest TX queues, ovs = PMD idle cycles, testpmd = empty RX bursts;"
-echo "# guest: testpmd empty RX bursts, pair cpu_driver, offload, CPU0<->CPU1 cache-line round trip (ns) and frames the switch lost; sw cpu = ns of switch CPU per frame / share of a core it got"
+echo "# switch idle: uvnetd = worker cycles in rounds that brought in nothing (poll mode), ovs = PMD idle cycles, testpmd = cycles outside busy bursts;"
+echo "# guest: testpmd empty RX bursts and busy cycles, pair cpu_driver, offload, CPU0<->CPU1 cache-line round trip (ns) and frames the switch lost; sw cpu = ns of switch CPU per frame / share of a core it got"
 RAW=()
 declare -A RES INFO
 for size in $SIZES; do

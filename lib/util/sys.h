@@ -20,6 +20,18 @@ static inline void uvn_cpu_relax(void)
 /* Monotonic time in nanoseconds. */
 uint64_t uvn_now_ns(void);
 
+/* A cheap running count for shares of time, busy / (busy + idle): the TSC
+ * where there is one (a few ns to read, against ~20 for the clock), else
+ * nanoseconds. Its rate is the CPU's, so only ratios of it mean anything. */
+static inline uint64_t uvn_cycles(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_ia32_rdtsc();
+#else
+	return uvn_now_ns();
+#endif
+}
+
 /* Pin the calling thread to @cpu. @return 0 or -errno. */
 int uvn_pin_thread(int cpu);
 

@@ -42,6 +42,7 @@
 #include "net/device/netdev.h"
 #include "util/json.h"
 #include "util/log.h"
+#include "util/stats.h"
 #include "util/sys.h"
 #include "uvnetd.h"
 #include "vhost_user/backend.h"
@@ -185,6 +186,23 @@ static void show_fdb(struct uvnetd *d, FILE *f, bool json)
 		fputs("]}\n", f);
 }
 
+/* The poll-mode workers' cycles, busy and idle (uvnetd.h), summed. */
+static void show_cycles(struct uvnetd *d, FILE *f, bool json)
+{
+	uint64_t busy = 0, idle = 0;
+
+	for (unsigned i = 0; i < d->nworkers; i++) {
+		busy += uvn_stat_read(&d->workers[i].busy_cycles);
+		idle += uvn_stat_read(&d->workers[i].idle_cycles);
+	}
+	if (json)
+		fprintf(f, ",\"poll_busy_cycles\":%" PRIu64 ",\"poll_idle_cycles\":%" PRIu64 "}\n",
+			busy, idle);
+	else if (busy + idle)
+		fprintf(f, "poll cycles busy %" PRIu64 " idle %" PRIu64 " (%.1f %% busy)\n", busy, idle,
+			100.0 * (double)busy / (double)(busy + idle));
+}
+
 static void show_stats(struct uvnetd *d, FILE *f, bool json)
 {
 	const struct uvn_fdb *fdb = &d->fwd.fdb;
@@ -197,7 +215,7 @@ static void show_stats(struct uvnetd *d, FILE *f, bool json)
 		       ",\"limit_dropped\":%" PRIu64 ",\"tag_failed\":%" PRIu64
 		       ",\"fdb_learned\":%" PRIu64 ",\"fdb_moved\":%" PRIu64 ",\"fdb_aged\":%" PRIu64
 		       ",\"fdb_full\":%" PRIu64 ",\"fdb_limited\":%" PRIu64 ",\"zerocopy\":\"%s\","
-		       "\"workers\":%u,\"worker_pauses\":%" PRIu64 "}\n"
+		       "\"workers\":%u,\"worker_pauses\":%" PRIu64
 		     : "forwarded %" PRIu64 " flooded %" PRIu64 " filtered %" PRIu64 " sunk %" PRIu64
 		       " generated %" PRIu64 "\nvlan_dropped %" PRIu64 " limit_dropped %" PRIu64
 		       " tag_failed %" PRIu64 "\nfdb learned %" PRIu64 " moved %" PRIu64
@@ -207,6 +225,7 @@ static void show_stats(struct uvnetd *d, FILE *f, bool json)
 		s->limit_dropped, s->tag_failed, (uint64_t)fdb->learned, (uint64_t)fdb->moved,
 		(uint64_t)fdb->aged, (uint64_t)fdb->full, (uint64_t)fdb->limited,
 		uvnetd_ctl_zc_names[d->o.zerocopy], d->nworkers, d->pauses);
+	show_cycles(d, f, json);
 }
 
 /* The workers parked for an FDB change. @return false (said): stopping */

@@ -105,6 +105,13 @@ struct uvnetd_worker {
 	unsigned nbusy;               /* srcs with busy set */
 	unsigned nheld;               /* srcs with held set (each is busy too) */
 	uint64_t round;               /* event mode: rounds (epoll waits) so far */
+	/* Poll mode: where its CPU went, in uvn_cycles() (uvn_stat). A round
+	 * that brought in (or generated) a frame is busy, else idle, as OVS counts
+	 * its PMD threads' cycles: empty polls are cheap, so a share of empty
+	 * polls says little about the share of time. */
+	uint64_t busy_cycles, idle_cycles;
+	uint64_t cycles_mark;         /* uvn_cycles() at the last round's end */
+	uint64_t moved;               /* frames brought in or generated, for the above */
 };
 
 struct uvnetd {

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/stats.h"
 #include "util/sys.h"
 #include "uvnetd.h"
 
@@ -101,6 +102,7 @@ static bool drain(struct uvnetd_worker *w, struct uvnetd_src *s, unsigned max)
 		if (!n)
 			return false;
 		max -= n;
+		w->moved += n;
 		s->credit_ps -= n * s->cost_ps;
 		uvn_fwd_burst(&w->d->fwd, &w->fw, p, pkts, n);
 		if (p->ops->complete)
@@ -174,8 +176,18 @@ static void poll_round(struct uvnetd_worker *w)
 		set_held(s, !max);
 		drain(w, s, max < BURST ? max : BURST);
 		if (w->d->o.mode == UVN_FWD_TXONLY)
-			uvn_fwd_generate(&w->d->fwd, &w->fw, s->p);
+			w->moved += uvn_fwd_generate(&w->d->fwd, &w->fw, s->p);
 	}
+}
+
+/* Poll mode: the round just ended was busy or idle (uvnetd.h). */
+static void account(struct uvnetd_worker *w, uint64_t moved_before)
+{
+	uint64_t now = uvn_cycles();
+
+	uvn_stat_add(w->moved != moved_before ? &w->busy_cycles : &w->idle_cycles,
+		     now - w->cycles_mark);
+	w->cycles_mark = now;
 }
 
 static void park(struct uvnetd_worker *w)
@@ -204,6 +216,7 @@ static void *worker_main(void *arg)
 
 	if (w->cpu >= 0 && uvn_pin_thread(w->cpu))
 		UVN_WARN("worker %u: cannot pin to CPU %d", w->fw.id, w->cpu);
+	w->cycles_mark = uvn_cycles();
 	while (!atomic_load(&d->stop)) {
 		if (atomic_load(&d->pause)) {
 			park(w);
@@ -211,13 +224,17 @@ static void *worker_main(void *arg)
 			 * the queues (a stop ends its quiesce early). */
 			if (atomic_load(&d->stop))
 				break;
+			w->cycles_mark = uvn_cycles(); /* parked: neither */
 			/* Queues may be new: look at each before sleeping. */
 			for (unsigned i = 0; !polling && i < w->nsrcs; i++)
 				set_busy(&w->srcs[i], true);
 			continue;
 		}
 		if (polling) {
+			uint64_t moved = w->moved;
+
 			poll_round(w);
+			account(w, moved);
 			continue;
 		}
 		w->round++;

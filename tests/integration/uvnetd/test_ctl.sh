@@ -5,7 +5,7 @@
 # (issue 12) --ctl never removes a regular file or a live uvnetd's socket,
 # and names with a quote, a backslash and a control character are escaped
 # in every JSON answer and stats line (an honest pair of HOSTILE's drivers
-# fills the fdb).
+# fills the fdb). Poll mode's busy and idle cycles in show stats.
 # Usage: test_ctl.sh UVNETD HOSTILE
 set -euo pipefail
 UVNETD=$1 HOSTILE=$2
@@ -34,7 +34,7 @@ python3 -c 'import json,sys; assert json.loads(sys.argv[1])=={"queues":[]}' "$js
 json=$(ctl show fdb --json)
 python3 -c 'import json,sys; assert json.loads(sys.argv[1])=={"fdb":[]}' "$json" || fail "show fdb --json: $json"
 json=$(ctl show stats --json)
-python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["zerocopy"]=="auto" and d["workers"]==1' "$json" ||
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["zerocopy"]=="auto" and d["workers"]==1 and d["poll_busy_cycles"]==d["poll_idle_cycles"]==0' "$json" ||
 	fail "show stats --json: $json"
 # `show` runs beside the workers; `set` parks them once, for the change
 pauses() { ctl show stats --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["worker_pauses"])'; }
@@ -183,4 +183,26 @@ while IFS= read -r line; do
 done <"$DIR/out"
 ((n >= 2)) || fail "stats lines: $(cat "$DIR/out")"
 grep -q '"final":true' "$DIR/out" || fail "no final JSON totals"
+
+# Poll mode counts where its worker's cycles go (event mode, above, does
+# not): idle rounds while nothing comes in, busy ones when frames do.
+"$UVNETD" --poll --port "vhost-user:$DIR/p.sock" --port "vhost-user:$DIR/q.sock" \
+	--ctl "$DIR/poll.sock" >"$DIR/log" 2>&1 &
+PID=$!
+for _ in $(seq 50); do [[ -S "$DIR/poll.sock" ]] && break; sleep 0.1; done
+[[ -S "$DIR/poll.sock" ]] || fail "uvnetd --poll did not start: $(cat "$DIR/log")"
+ctl() { "$UVNETD" ctl "$DIR/poll.sock" "$@"; }
+cycles() { ctl show stats --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["poll_busy_cycles"], d["poll_idle_cycles"])'; }
+read -r b0 i0 <<<"$(cycles)"
+sleep 0.2
+read -r b1 i1 <<<"$(cycles)"
+((b1 == b0 && i1 > i0)) || fail "poll cycles with no guest: busy $b0 -> $b1, idle $i0 -> $i1"
+"$HOSTILE" honest "$DIR/p.sock" "$DIR/q.sock" 1 >/dev/null || fail "traffic in poll mode"
+read -r b2 i2 <<<"$(cycles)"
+((b2 > b1 && i2 > i1)) || fail "poll cycles with traffic: busy $b1 -> $b2, idle $i1 -> $i2"
+out=$(ctl show stats)
+grep -Eq '^poll cycles busy [0-9]+ idle [0-9]+ \([0-9.]+ % busy\)$' <<<"$out" || fail "show stats: $out"
+kill -TERM "$PID"
+wait "$PID" || fail "uvnetd --poll exit status"
+PID=
 echo "ok"
