@@ -27,7 +27,8 @@
 #            that brought in no frame (ctl show stats: poll_idle_cycles, as
 #            OVS counts idle cycles; poll mode only); empty-polls: the share
 #            of its polls of the busy guest TX queues that found nothing (a
-#            count, not a time: an empty poll costs little); nobuf: frames
+#            count, not a time: an empty poll costs little); burst: frames
+#            per poll of those queues that found any; nobuf: frames
 #            uvnetd dropped because a guest RX ring was full; cpu/frame: CPU
 #            of the uvnetd process per delivered frame (event mode's figure)
 #   ovs      idle: the PMD thread's idle cycles (dpif-netdev/pmd-stats-show)
@@ -202,16 +203,16 @@ if not b:
 (b0, i0), (b1, i1) = cycles(sys.argv[3]), cycles(sys.argv[4])
 busy, idle = b1 - b0, i1 - i0
 d = lambda k, f: b[k].get(f, 0) - a.get(k, {}).get(f, 0)
-empty = bursts = nobuf = 0
+empty = bursts = nobuf = frames = 0
 for k, q in b.items():
     if "packets" in q and d(k, "packets") > 0 and k[1] % 2 == 1:   # guest TX queues that moved frames
-        empty += d(k, "empty"); bursts += d(k, "bursts")
+        empty += d(k, "empty"); bursts += d(k, "bursts"); frames += d(k, "packets")
     if k[1] % 2 == 0:
         nobuf += d(k, "drop_nobuf")
 # poll mode: the share of the worker's cycles in rounds that found nothing
 # (as OVS's idle cycles); event mode has none: "-" (its cost is cpu/frame)
-print("%s nobuf=%d,empty-polls=%.0f%%" % ("%.0f%%" % (100.0 * idle / (busy + idle)) if busy + idle else "-",
-      nobuf, 100.0 * empty / (empty + bursts) if empty + bursts else 0))
+print("%s nobuf=%d,empty-polls=%.0f%%,burst=%.1f" % ("%.0f%%" % (100.0 * idle / (busy + idle)) if busy + idle else "-",
+      nobuf, 100.0 * empty / (empty + bursts) if empty + bursts else 0, frames / bursts if bursts else 0))
 PY
 }
 sw_stop_uvnetd() { stop "$SW_PID"; }
@@ -287,7 +288,8 @@ tp_start() {
 	local name=$1 fd=$2
 	shift 2
 	mkfifo "$R/$name.in"
-	dpdk-testpmd "$@" <"$R/$name.in" >"$R/$name.log" 2>&1 &
+	# line-buffered: a file gets what was printed, not what filled a buffer
+	stdbuf -oL dpdk-testpmd "$@" <"$R/$name.in" >"$R/$name.log" 2>&1 &
 	TP_PID=$!
 	PIDS+=("$TP_PID")
 	eval "exec $fd>\"$R/$name.in\""
@@ -312,10 +314,12 @@ sw_ready_testpmd() { true; }
 sw_mark_testpmd() {
 	if [[ $1 == begin ]]; then
 		echo "clear fwd stats all" >&8
+		TP_T0=$(date +%s%N)
 		sleep 0.1
 		SW_LOGPOS=$(wc -l <"$R/sw/tp.log")
 	else
 		echo "show fwd stats all" >&8
+		TP_T1=$(date +%s%N)
 		sleep 0.3
 	fi
 }
@@ -328,9 +332,11 @@ tp_empty() {
 		END { if (tot) printf "%.0f%%\n", 100 * zero / tot; else print "-" }' "$1"
 }
 # share of a window of S seconds its forwarding core spent on bursts that
-# moved frames (record-core-cycles: "busy cycles=N ... at F MHz Clock")
+# moved frames (record-core-cycles: "CPU cycles/packet=X (total cycles=N /
+# total io packets=M) at F MHz Clock"; DPDK 22.11 counts only bursts that
+# received frames, which it calls total, later releases call them busy)
 tp_busy() { # FILE S
-	awk -v s="$2" '/busy cycles=/ { if (match($0, /busy cycles=[0-9]+/)) b += substr($0, RSTART + 12, RLENGTH - 12)
+	awk -v s="$2" '/CPU cycles\/packet=/ { if (match($0, /(busy|total) cycles=[0-9]+/)) { v = substr($0, RSTART, RLENGTH); sub(/.*=/, "", v); b += v }
 			if (match($0, /at [0-9]+ MHz/)) f = substr($0, RSTART + 3, RLENGTH - 7) }
 		END { if (f && s > 0) printf "%.0f%%\n", 100 * b / (f * 1e6 * s); else print "-" }' "$1"
 }
@@ -338,7 +344,7 @@ sw_idle_testpmd() {
 	# what it printed after the window began: the "show fwd stats all" at its end
 	tail -n +$((SW_LOGPOS + 1)) "$R/sw/tp.log" >"$R/sw/fwd.end"
 	local busy secs
-	secs=$(awk -v a="${SW_T[begin]:-0}" -v b="${SW_T[end]:-0}" 'BEGIN { print (b - a) / 1e9 }')
+	secs=$(awk -v a="${TP_T0:-0}" -v b="${TP_T1:-0}" 'BEGIN { print (b - a) / 1e9 }')
 	busy=$(tp_busy "$R/sw/fwd.end" "$secs")
 	echo "$([[ $busy == - ]] && echo - || echo "$((100 - ${busy%\%}))%") empty-bursts=$(tp_empty "$R/sw/fwd.end")"
 }
@@ -387,20 +393,22 @@ guest_testpmd() {
 	sleep "$WARM"
 	echo "show port stats all" >&7
 	echo "clear fwd stats all" >&7
+	local pos t0 t1
+	t0=$(date +%s%N)
 	sleep 0.1
-	local pos
 	pos=$(wc -l <"$R/g.log")
 	mark begin
 	sleep "$SECS"
 	echo "show port stats all" >&7
 	mark end
 	echo "show fwd stats all" >&7
+	t1=$(date +%s%N)
 	sleep 0.5
 	# the last two Rx-pps lines: ports 0 and 1 over the window (testpmd's clock)
 	pps=$(grep -o 'Rx-pps: *[0-9]*' "$R/g.log" | tail -2 | awk '{s += $2} END {print s + 0}')
 	tail -n +$((pos + 1)) "$R/g.log" | sed -n '/Forward statistics/,$p' >"$R/g.fwd"
 	local gidle
-	gidle="empty=$(tp_empty "$R/g.fwd"),busy=$(tp_busy "$R/g.fwd" "$SECS")"
+	gidle="empty=$(tp_empty "$R/g.fwd"),busy=$(tp_busy "$R/g.fwd" "$(((t1 - t0) / 1000000))e-3")"
 	# why a run moved nothing: no stats printed, or no frame lapped (primed frames lost)
 	if [[ $pps == 0 ]]; then
 		if (($(grep -c 'Rx-pps' "$R/g.log") < 4)); then gidle+=",no-port-stats"; else gidle+=",no-frame-lapped"; fi

@@ -39,8 +39,9 @@ struct uvn_netdev_q_stats {
 	uint64_t packets;      /* frames delivered (rx: into the guest; tx: out of the guest) */
 	uint64_t bytes;
 	uint64_t bursts;       /* calls that moved at least one frame */
-	uint64_t empty;        /* tx calls that found no chain: in poll mode the idle polls,
-				* so empty / (empty + bursts) says which side is the slower one */
+	uint64_t empty;        /* tx calls that found no chain: in poll mode the idle polls.
+				* A count, not a time: an empty poll costs a few ns and a burst
+				* microseconds, so which side is slower is the poller's cycles */
 	uint64_t drop_nobuf;   /* rx: no guest buffers posted (or not enough for the frame) */
 	uint64_t drop_toobig;  /* rx: frame larger than the chain the guest posted (no MRG_RXBUF) */
 	uint64_t drop_nopkt;   /* tx: no packet descriptor free (the chain waits) */
