@@ -15,6 +15,9 @@
  * a buffer on our stack, its payload from the packet, one copy.
  */
 #include <endian.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "net/device/netdev.h"
 #include "net/gso.h"
@@ -449,7 +452,39 @@ struct rx_item {
 	struct uvn_vq_chain ch;
 	uint8_t *dst;
 	const struct uvn_pkt *p;
+	uint32_t len;          /* header + frame, for the used entry */
 };
+
+#if defined(__x86_64__) || defined(__i386__)
+static bool have_prefetchw;
+
+__attribute__((constructor)) static void rx_cpu_init(void)
+{
+	unsigned a, b, c, d;
+
+	have_prefetchw = __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & bit_PRFCHW);
+}
+#endif
+
+/*
+ * Ask for a line of a guest buffer we are about to write, in the state a
+ * write needs. The guest's CPU has read these lines (it looked at the last
+ * frame in that buffer), so a read prefetch finds our shared copy and does
+ * nothing; the store then waits for the other copy to be invalidated, one
+ * round trip per line, in store order. PREFETCHW asks for ownership now,
+ * for the whole run at once. (GCC emits it for __builtin_prefetch(p, 1)
+ * only with -mprfchw.)
+ */
+static inline void prefetch_for_write(const void *p)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (UVN_LIKELY(have_prefetchw)) {
+		__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+		return;
+	}
+#endif
+	__builtin_prefetch(p, 1);
+}
 
 static bool fast_frame(const struct uvn_netdev_q *q, const struct uvn_pkt *p)
 {
@@ -471,14 +506,18 @@ static int take_fast(struct uvn_netdev_q *q, const struct uvn_pkt *p, struct rx_
 	}
 	it->dst = q->iov[0].iov_base;
 	it->p = p;
-	/* The header's line for reading (uvn_hdr_store), the frame's for writing. */
-	__builtin_prefetch(it->dst, 0);
-	__builtin_prefetch(it->dst + UVN_NET_HDR_LEN, 1);
-	__builtin_prefetch(it->dst + UVN_NET_HDR_LEN + p->len - 1, 1);
+	prefetch_for_write(it->dst);
+	prefetch_for_write(it->dst + UVN_NET_HDR_LEN);
+	prefetch_for_write(it->dst + UVN_NET_HDR_LEN + p->len - 1);
 	return RX_OK;
 }
 
-/* Pass 2: write the run's frames and give their chains back, in order. */
+/*
+ * Pass 2: write the run's frames, then give their chains back, in order.
+ * The used entries go after the frames: each is a line the guest's CPU
+ * reads, and stores leave in order, so one that waits for its line would
+ * hold back the frame copies behind it.
+ */
 static void write_fast(struct uvn_netdev_q *q, struct rx_item *items, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
@@ -490,10 +529,12 @@ static void write_fast(struct uvn_netdev_q *q, struct rx_item *items, unsigned n
 			h.flags = p->vnet.flags & VIRTIO_NET_HDR_F_DATA_VALID;
 		uvn_hdr_store(items[i].dst, &h, UVN_NET_HDR_LEN);
 		uvn_copy(items[i].dst + UVN_NET_HDR_LEN, p->seg[0].iov_base, p->len);
-		uvn_vq_dev_push(q->vq, &items[i].ch, total);
+		items[i].len = total;
 		uvn_stat_inc(&q->st.packets);
 		uvn_stat_add(&q->st.bytes, p->len);
 	}
+	for (unsigned i = 0; i < n; i++)
+		uvn_vq_dev_push(q->vq, &items[i].ch, items[i].len);
 }
 
 unsigned uvn_netdev_rx(struct uvn_netdev_q *q, struct uvn_pkt *const *pkts, unsigned n)

@@ -6,8 +6,9 @@
  *     (copied into, or borrowing the guest's buffers: zero-copy) and ask
  *     for the frames' first cache lines;
  *  2. in ring order, read and check each header (the driver is not
- *     trusted), copy the frames, and give the chains back (copied or
- *     dropped ones now, borrowed ones when their packets are freed).
+ *     trusted) and copy the frames; the chains go back in ring order
+ *     (copied or dropped ones after the burst's copies, borrowed ones
+ *     when their packets are freed).
  * Pass 1 issues the cache misses of the whole burst before pass 2 waits on
  * any of them: the lines come from the guest's CPU.
  */
@@ -188,10 +189,10 @@ static struct uvn_pkt *finish(struct uvn_netdev_q *q, struct tx_item *it)
 			uvn_pkt_set_buf(p, it->frame_len);
 		if (p && q->zc && q->zc->mode != UVN_ZC_OFF)
 			uvn_stat_inc(&q->st.zc_copied);
-		/* Copied or dropped: the chain goes back now (in ring order). */
-		if (UVN_LIKELY(!q->zc))
-			uvn_vq_dev_push(q->vq, &it->ch, 0);
-		else if (UVN_UNLIKELY(uvn_zc_finish(q, &it->ch))) {
+		/* Copied or dropped: the chain goes back in ring order, now
+		 * with zero-copy (after the ones borrowed before it), else
+		 * after the burst's copies (uvn_netdev_tx). */
+		if (UVN_UNLIKELY(q->zc && uvn_zc_finish(q, &it->ch))) {
 			if (p)
 				uvn_pkt_free(p);
 			broken(q, 0);
@@ -289,6 +290,12 @@ unsigned uvn_netdev_tx(struct uvn_netdev_q *q, struct uvn_pkt_pool *small,
 			break;
 		}
 	}
+	/* Without zero-copy every chain taken is done with: its used entry
+	 * (a line the guest's CPU reads) is written after the copies, so
+	 * that the copies do not wait behind it. */
+	if (!q->zc)
+		for (unsigned i = 0; i < ni; i++)
+			uvn_vq_dev_push(q->vq, &items[i].ch, 0);
 	if (ni) {
 		uvn_netdev_q_flush(q);
 		if (q->zc)
