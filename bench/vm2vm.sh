@@ -196,12 +196,13 @@ def cycles(f):
             d = json.load(h)
         return d["poll_busy_cycles"], d["poll_idle_cycles"]
     except Exception:
-        return 0, 0
+        return None
 a, b = load(sys.argv[1]), load(sys.argv[2])
 if not b:
     print("- -"); sys.exit()
-(b0, i0), (b1, i1) = cycles(sys.argv[3]), cycles(sys.argv[4])
-busy, idle = b1 - b0, i1 - i0
+c0, c1 = cycles(sys.argv[3]), cycles(sys.argv[4])
+# both ends read, or no share: one missing would make a window of the totals
+busy, idle = (c1[0] - c0[0], c1[1] - c0[1]) if c0 and c1 else (0, 0)
 d = lambda k, f: b[k].get(f, 0) - a.get(k, {}).get(f, 0)
 empty = bursts = nobuf = frames = 0
 for k, q in b.items():
@@ -408,7 +409,7 @@ guest_testpmd() {
 	pps=$(grep -o 'Rx-pps: *[0-9]*' "$R/g.log" | tail -2 | awk '{s += $2} END {print s + 0}')
 	tail -n +$((pos + 1)) "$R/g.log" | sed -n '/Forward statistics/,$p' >"$R/g.fwd"
 	local gidle
-	gidle="empty=$(tp_empty "$R/g.fwd"),busy=$(tp_busy "$R/g.fwd" "$(((t1 - t0) / 1000000))e-3")"
+	gidle="empty=$(tp_empty "$R/g.fwd"),busy=$(tp_busy "$R/g.fwd" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print (b - a) / 1e9 }')")"
 	# why a run moved nothing: no stats printed, or no frame lapped (primed frames lost)
 	if [[ $pps == 0 ]]; then
 		if (($(grep -c 'Rx-pps' "$R/g.log") < 4)); then gidle+=",no-port-stats"; else gidle+=",no-frame-lapped"; fi
@@ -473,7 +474,7 @@ one() {
 	SW=$1
 	rm -rf "$R/sw"
 	mkdir -p "$R/sw"
-	SW_CPU=() SW_T=()
+	SW_CPU=() SW_T=() TP_T0= TP_T1= SW_LOGPOS=0
 	if ! "sw_start_$SW" "$3"; then
 		LINE="0 switch-did-not-start - - -"
 		cp -r "$R/sw" "$R/logs/sw.$SW.$3.$RUN.failed" 2>/dev/null

@@ -21,8 +21,9 @@ static inline void uvn_cpu_relax(void)
 uint64_t uvn_now_ns(void);
 
 /* A cheap running count for shares of time, busy / (busy + idle): the TSC
- * where there is one (a few ns to read, against ~20 for the clock), else
- * nanoseconds. Its rate is the CPU's, so only ratios of it mean anything. */
+ * where there is one (a few ns to read, against ~20 for the clock; its
+ * rate is fixed, not the core's clock), else nanoseconds. The rate is not
+ * known to the caller, so only ratios of it mean anything. */
 static inline uint64_t uvn_cycles(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

@@ -186,7 +186,8 @@ static void show_fdb(struct uvnetd *d, FILE *f, bool json)
 		fputs("]}\n", f);
 }
 
-/* The poll-mode workers' cycles, busy and idle (uvnetd.h), summed. */
+/* The poll-mode workers' cycles, busy and idle (uvnetd.h), summed over the
+ * workers (so their share is the workers' average), since start. */
 static void show_cycles(struct uvnetd *d, FILE *f, bool json)
 {
 	uint64_t busy = 0, idle = 0;
@@ -196,11 +197,10 @@ static void show_cycles(struct uvnetd *d, FILE *f, bool json)
 		idle += uvn_stat_read(&d->workers[i].idle_cycles);
 	}
 	if (json)
-		fprintf(f, ",\"poll_busy_cycles\":%" PRIu64 ",\"poll_idle_cycles\":%" PRIu64 "}\n",
-			busy, idle);
+		fprintf(f, ",\"poll_busy_cycles\":%" PRIu64 ",\"poll_idle_cycles\":%" PRIu64, busy, idle);
 	else if (busy + idle)
-		fprintf(f, "poll cycles busy %" PRIu64 " idle %" PRIu64 " (%.1f %% busy)\n", busy, idle,
-			100.0 * (double)busy / (double)(busy + idle));
+		fprintf(f, "poll cycles busy %" PRIu64 " idle %" PRIu64 " (%.1f %% busy since start)\n",
+			busy, idle, 100.0 * (double)busy / (double)(busy + idle));
 }
 
 static void show_stats(struct uvnetd *d, FILE *f, bool json)
@@ -226,6 +226,8 @@ static void show_stats(struct uvnetd *d, FILE *f, bool json)
 		(uint64_t)fdb->aged, (uint64_t)fdb->full, (uint64_t)fdb->limited,
 		uvnetd_ctl_zc_names[d->o.zerocopy], d->nworkers, d->pauses);
 	show_cycles(d, f, json);
+	if (json)
+		fputs("}\n", f);
 }
 
 /* The workers parked for an FDB change. @return false (said): stopping */

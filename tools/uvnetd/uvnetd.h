@@ -91,8 +91,10 @@ struct uvnetd_src {
 	uint64_t last_ns;             /* credit earned up to here */
 };
 
+/* A cache line of its own (and its size a multiple of one): the array's
+ * workers write their counters every round, beside each other. */
 struct uvnetd_worker {
-	struct uvnetd *d;
+	_Alignas(64) struct uvnetd *d;
 	struct uvn_fwd_worker fw;     /* id, pools, scratch, counters */
 	int cpu;
 	pthread_t thr;
@@ -108,7 +110,8 @@ struct uvnetd_worker {
 	/* Poll mode: where its CPU went, in uvn_cycles() (uvn_stat). A round
 	 * that brought in (or generated) a frame is busy, else idle, as OVS counts
 	 * its PMD threads' cycles: empty polls are cheap, so a share of empty
-	 * polls says little about the share of time. */
+	 * polls says little about the share of time. Wall time: a round the
+	 * thread was descheduled in counts all of it. */
 	uint64_t busy_cycles, idle_cycles;
 	uint64_t cycles_mark;         /* uvn_cycles() at the last round's end */
 	uint64_t moved;               /* frames brought in or generated, for the above */

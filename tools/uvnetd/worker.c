@@ -180,13 +180,17 @@ static void poll_round(struct uvnetd_worker *w)
 	}
 }
 
-/* Poll mode: the round just ended was busy or idle (uvnetd.h). */
+/* Poll mode: the round just ended was busy or idle (uvnetd.h). A count
+ * that went backwards (a TSC not in step across CPUs) adds nothing: one
+ * wrapped difference would spoil every share read after it. */
 static void account(struct uvnetd_worker *w, uint64_t moved_before)
 {
 	uint64_t now = uvn_cycles();
+	int64_t span = (int64_t)(now - w->cycles_mark);
 
-	uvn_stat_add(w->moved != moved_before ? &w->busy_cycles : &w->idle_cycles,
-		     now - w->cycles_mark);
+	if (span > 0)
+		uvn_stat_add(w->moved != moved_before ? &w->busy_cycles : &w->idle_cycles,
+			     (uint64_t)span);
 	w->cycles_mark = now;
 }
 
@@ -406,9 +410,10 @@ int uvnetd_workers_start(struct uvnetd *d)
 	unsigned n = d->o.ncpus ? d->o.ncpus : 1;
 	int r;
 
-	d->workers = calloc(n, sizeof(*d->workers));
+	d->workers = aligned_alloc(64, n * sizeof(*d->workers));
 	if (!d->workers)
 		return -ENOMEM;
+	memset(d->workers, 0, n * sizeof(*d->workers));
 	/* Start parked: the control thread assigns queues first. */
 	atomic_store(&d->pause, true);
 	for (unsigned i = 0; i < n; i++) {

@@ -41,7 +41,7 @@ struct uvn_netdev_q_stats {
 	uint64_t bursts;       /* calls that moved at least one frame */
 	uint64_t empty;        /* tx calls that found no chain: in poll mode the idle polls.
 				* A count, not a time: an empty poll costs a few ns and a burst
-				* microseconds, so which side is slower is the poller's cycles */
+				* microseconds; the poller's busy cycles say which side is slower */
 	uint64_t drop_nobuf;   /* rx: no guest buffers posted (or not enough for the frame) */
 	uint64_t drop_toobig;  /* rx: frame larger than the chain the guest posted (no MRG_RXBUF) */
 	uint64_t drop_nopkt;   /* tx: no packet descriptor free (the chain waits) */

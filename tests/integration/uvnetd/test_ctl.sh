@@ -197,11 +197,17 @@ read -r b0 i0 <<<"$(cycles)"
 sleep 0.2
 read -r b1 i1 <<<"$(cycles)"
 ((b1 == b0 && i1 > i0)) || fail "poll cycles with no guest: busy $b0 -> $b1, idle $i0 -> $i1"
-"$HOSTILE" honest "$DIR/p.sock" "$DIR/q.sock" 1 >/dev/null || fail "traffic in poll mode"
+timeout 10 "$HOSTILE" honest "$DIR/p.sock" "$DIR/q.sock" 1 >/dev/null || fail "traffic in poll mode"
 read -r b2 i2 <<<"$(cycles)"
 ((b2 > b1 && i2 > i1)) || fail "poll cycles with traffic: busy $b1 -> $b2, idle $i1 -> $i2"
+# the traffic over, rounds are idle again (not every round since a frame)
+sleep 0.2
+read -r b3 i3 <<<"$(cycles)"
+((b3 == b2 && i3 > i2)) || fail "poll cycles after traffic: busy $b2 -> $b3, idle $i2 -> $i3"
 out=$(ctl show stats)
-grep -Eq '^poll cycles busy [0-9]+ idle [0-9]+ \([0-9.]+ % busy\)$' <<<"$out" || fail "show stats: $out"
+grep -Eq '^poll cycles busy [0-9]+ idle [0-9]+ \([0-9.]+ % busy since start\)$' <<<"$out" || fail "show stats: $out"
+out=$(ctl show stats --format openmetrics)
+grep -Eq '^uvnetd_poll_busy_cycles_total [1-9][0-9]*$' <<<"$out" || fail "openmetrics: $out"
 kill -TERM "$PID"
 wait "$PID" || fail "uvnetd --poll exit status"
 PID=
