@@ -332,21 +332,20 @@ tp_empty() {
 			tot += n; zero += n * z / 100 }
 		END { if (tot) printf "%.0f%%\n", 100 * zero / tot; else print "-" }' "$1"
 }
-# share of a window of S seconds its forwarding core spent on bursts that
+# share of a window (its ends in ns) its forwarding core spent on bursts that
 # moved frames (record-core-cycles: "CPU cycles/packet=X (total cycles=N /
 # total io packets=M) at F MHz Clock"; DPDK 22.11 counts only bursts that
 # received frames, which it calls total, later releases call them busy)
-tp_busy() { # FILE S
-	awk -v s="$2" '/CPU cycles\/packet=/ { if (match($0, /(busy|total) cycles=[0-9]+/)) { v = substr($0, RSTART, RLENGTH); sub(/.*=/, "", v); b += v }
+tp_busy() { # FILE T0_NS T1_NS (the window's ends, date +%s%N)
+	awk -v s="$(((${3:-0} - ${2:-0}) / 1000000))" '/CPU cycles\/packet=/ { if (match($0, /(busy|total) cycles=[0-9]+/)) { v = substr($0, RSTART, RLENGTH); sub(/.*=/, "", v); b += v }
 			if (match($0, /at [0-9]+ MHz/)) f = substr($0, RSTART + 3, RLENGTH - 7) }
-		END { if (f && s > 0) printf "%.0f%%\n", 100 * b / (f * 1e6 * s); else print "-" }' "$1"
+		END { if (f && s > 0) printf "%.0f%%\n", 100 * b / (f * 1e3 * s); else print "-" }' "$1"
 }
 sw_idle_testpmd() {
 	# what it printed after the window began: the "show fwd stats all" at its end
 	tail -n +$((SW_LOGPOS + 1)) "$R/sw/tp.log" >"$R/sw/fwd.end"
-	local busy secs
-	secs=$(awk -v a="${TP_T0:-0}" -v b="${TP_T1:-0}" 'BEGIN { print (b - a) / 1e9 }')
-	busy=$(tp_busy "$R/sw/fwd.end" "$secs")
+	local busy
+	busy=$(tp_busy "$R/sw/fwd.end" "$TP_T0" "$TP_T1")
 	echo "$([[ $busy == - ]] && echo - || echo "$((100 - ${busy%\%}))%") empty-bursts=$(tp_empty "$R/sw/fwd.end")"
 }
 sw_stop_testpmd() {
@@ -409,7 +408,7 @@ guest_testpmd() {
 	pps=$(grep -o 'Rx-pps: *[0-9]*' "$R/g.log" | tail -2 | awk '{s += $2} END {print s + 0}')
 	tail -n +$((pos + 1)) "$R/g.log" | sed -n '/Forward statistics/,$p' >"$R/g.fwd"
 	local gidle
-	gidle="empty=$(tp_empty "$R/g.fwd"),busy=$(tp_busy "$R/g.fwd" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print (b - a) / 1e9 }')")"
+	gidle="empty=$(tp_empty "$R/g.fwd"),busy=$(tp_busy "$R/g.fwd" "$t0" "$t1")"
 	# why a run moved nothing: no stats printed, or no frame lapped (primed frames lost)
 	if [[ $pps == 0 ]]; then
 		if (($(grep -c 'Rx-pps' "$R/g.log") < 4)); then gidle+=",no-port-stats"; else gidle+=",no-frame-lapped"; fi
