@@ -61,9 +61,11 @@
 # DPDK 22.11's external buffers hold at most 65535 bytes with their headroom:
 # OVS drops 65535-byte frames ("failed mbuf alloc"), 65226-byte ones pass.
 #
-# Usage: bench/vm2vm.sh [--runs N] [--seconds S] [--warmup S] [--sizes "64 1518 65535"]
+# Usage: bench/vm2vm.sh [--runs N] [--seconds S] [--warmup S] [--sizes "64 1518 65226"]
 #            [--switches "uvnetd ovs testpmd"] [--guests "testpmd pair"]
-#            [--mode poll|event] [--uvnetd PATH] [--perf PATH] [--keep]
+#            [--mode poll|event] [--rate GBPS] [--uvnetd PATH] [--perf PATH] [--keep]
+#   --rate GBPS: the pair's sender paced to GBPS (uvnet-perf --rate); unpaced,
+#   A sends whatever B's ring can take and the switch drops the rest (lost)
 #   --mode event: uvnetd and the pair sleep on notifications (OVS and testpmd
 #   only poll); --keep: leave the run dir (logs) in place.
 # Needs root (DPDK, hugepages for OVS). OVS gets 256 x 2 MB hugepages on top of
@@ -73,7 +75,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 CMDLINE="$0 $*"
 RUNS=5 SECS=8 WARM=2 SIZES="64 1518 65226" SWITCHES="uvnetd ovs testpmd" GUESTS="testpmd pair"
-MODE=poll UVNETD= PERF= KEEP=0
+MODE=poll UVNETD= PERF= KEEP=0 RATE=
 while (($#)); do
 	case $1 in
 	--runs) RUNS=$2; shift 2 ;;
@@ -86,6 +88,7 @@ while (($#)); do
 	--uvnetd) UVNETD=$2; shift 2 ;;
 	--perf) PERF=$2; shift 2 ;;
 	--keep) KEEP=1; shift ;;
+	--rate) RATE=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
@@ -445,9 +448,10 @@ guest_testpmd() {
 # The pair drives the switch's two sockets; --connect-pid gives uvnet-perf
 # the switch's CPU over its own measured window (PAIR_CPU, a share of a core).
 guest_pair() {
-	local size=$1 p listen=
-	((SW_LISTEN)) && listen=--listen
-	"$PERF" stream --pair -M "$MODE" -s "$size" -l "$SECS" -w "$WARM" --json $listen \
+	local size=$1 p opts=()
+	((SW_LISTEN)) && opts+=(--listen)
+	[[ -n $RATE ]] && opts+=(--rate "$RATE")
+	"$PERF" stream --pair -M "$MODE" -s "$size" -l "$SECS" -w "$WARM" --json "${opts[@]}" \
 		--connect "$SOCK_A,$SOCK_B" --connect-pid "$SW_PID" --device-cpu 0 --driver-cpu 1 \
 		>"$R/p.json" 2>"$R/p.err" &
 	p=$!
