@@ -7,7 +7,8 @@
 #             ovs      OVS-DPDK 3.1 (Debian openvswitch-switch-dpdk), a private
 #                      ovsdb-server and ovs-vswitchd-dpdk in this run's dir, one
 #                      PMD thread on CPU 0, bridge datapath_type=netdev, two
-#                      dpdkvhostuser ports, the default NORMAL flow
+#                      dpdkvhostuser ports (above 9710 B: dpdkvhostuserclient
+#                      ports with userspace TSO), the default NORMAL flow
 #             testpmd  dpdk-testpmd, two net_vhost ports, io forwarding: DPDK's
 #                      floor for a switch that learns nothing
 #   guests    testpmd  dpdk-testpmd, two net_virtio_user ports, io forwarding,
