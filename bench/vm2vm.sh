@@ -240,7 +240,10 @@ ovs_setup_once() {
 }
 ovs_vsctl() { env "${OVSENV[@]}" ovs-vsctl --db="unix:$R/sw/db.sock" --timeout=60 "$@"; }
 sw_start_ovs() {
-	local d=$R/sw
+	local d=$R/sw tso=false
+	# TSO (userspace, experimental in 3.1) only where frames need it: it
+	# changes how OVS handles every packet
+	(($1 > 9710)) && tso=true
 	ovs_setup_once || return 1
 	OVSENV=(OVS_RUNDIR="$d" OVS_DBDIR="$d" OVS_LOGDIR="$d" OVS_SYSCONFDIR="$d")
 	env "${OVSENV[@]}" ovsdb-tool create "$d/conf.db" /usr/share/openvswitch/vswitch.ovsschema || return 1
@@ -250,11 +253,9 @@ sw_start_ovs() {
 	PIDS+=("$OVSDB_PID")
 	wait_for 10 test -S "$d/db.sock" || return 1
 	ovs_vsctl --no-wait init
-	# TSO (userspace, experimental in 3.1) only where frames need it: it
-	# changes how OVS handles every packet
 	ovs_vsctl --no-wait set Open_vSwitch . other_config:dpdk-init=true other_config:dpdk-lcore-mask=0x1 \
 		other_config:pmd-cpu-mask=0x1 other_config:dpdk-socket-mem=256 \
-		"other_config:userspace-tso-enable=$((($1 > 9710)) && echo true || echo false)" \
+		"other_config:userspace-tso-enable=$tso" \
 		"other_config:dpdk-extra=--no-pci --iova-mode=va --huge-dir=$R/huge --file-prefix=${PFX}ovs"
 	# not pinned as a whole: the lcore mask puts the main thread and the PMD on
 	# CPU 0, and DPDK's control threads (vhost-user messages) go to the CPUs
@@ -265,7 +266,7 @@ sw_start_ovs() {
 	SW_PID=$!
 	PIDS+=("$SW_PID")
 	ovs_vsctl add-br br0 -- set bridge br0 datapath_type=netdev || return 1
-	if (($1 > 9710)); then
+	if [[ $tso == true ]]; then
 		# the pair listens on these; OVS connects (and retries every second)
 		SOCK_A=$d/a.sock SOCK_B=$d/b.sock SW_LISTEN=1
 		ovs_vsctl add-port br0 vhu0 -- set Interface vhu0 type=dpdkvhostuserclient \
