@@ -95,6 +95,12 @@ static int open_loop_info(void)
 	return fd;
 }
 
+/* libFuzzer ends with exit(): leave no socket behind in /tmp. */
+static void remove_sock(void)
+{
+	unlink(path);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
@@ -107,6 +113,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(path, sizeof(path), "/tmp/uvn-fuzz-qmp-%d.sock", (int)getpid());
 	unlink(path);
 	lfd = uvn_vu_listen(path);
+	if (lfd >= 0)
+		atexit(remove_sock);
 	/* non-blocking: an input ends by taking whatever connection is left */
 	if (lfd < 0 || fcntl(lfd, F_SETFL, O_NONBLOCK) || uvn_loop_create(&loop))
 		abort();
