@@ -26,8 +26,11 @@ for ex in version_check hello_vhost echo_device; do
 done
 
 export LD_LIBRARY_PATH=$stage$libdir
-ldd "$stage/version_check" | grep -q "=> $stage$libdir/libuvnet.so" ||
-	fail "version_check does not load the staged libuvnet.so: $(ldd "$stage/version_check")"
+# Whole output first: grep -q on a pipe can SIGPIPE ldd, which pipefail
+# reports as a failure even when the line matched.
+deps=$(ldd "$stage/version_check")
+[[ $deps == *"=> $stage$libdir/libuvnet.so"* ]] ||
+	fail "version_check does not load the staged libuvnet.so: $deps"
 out=$("$stage/version_check") || fail "version_check: $out"
 echo "$out"
 # hello_vhost with no backend: the driver's open fails cleanly.

@@ -78,7 +78,7 @@ ctl del-port a >/dev/null || fail "del-port a"
 out=$(cd "$DIR" && timeout 5 "$UVNETD" ctl "$DIR/ctl.sock" save saved.conf) || fail "save: $out"
 grep -q "saved.*3 ports.*$DIR/saved.conf" <<<"$out" || fail "save answered: $out"
 before=$(shape)
-ls "$DIR" | grep -q 'saved.conf.' && fail "save left a temporary file: $(ls "$DIR")"
+[[ $(ls "$DIR") == *saved.conf.* ]] && fail "save left a temporary file: $(ls "$DIR")"
 out=$(ctl save "$DIR/no/such/dir.conf" 2>&1) && fail "save into a missing directory: $out"
 grep -q "^error:" <<<"$out" || fail "no error answered: $out"
 stop

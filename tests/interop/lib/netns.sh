@@ -87,7 +87,7 @@ netns_addr() {
 
 netns_destroy() {
 	local ns=$1 pid i
-	ip netns list 2>/dev/null | grep -qw -- "^$ns" || return 0
+	[[ -e /run/netns/$ns ]] || return 0	# where ip netns keeps its names
 	for pid in $(ip netns pids "$ns" 2>/dev/null); do
 		if [[ -n "${UVN_PIDS[$pid]:-}" ]]; then
 			uvn_kill "$pid" 5

@@ -231,7 +231,7 @@ testpmd_stat() {
 testpmd_wait_link() {
 	uvn_wait_for "${3:-60}" "testpmd $1 port $2 link up" testpmd__link_up "$1" "$2"
 }
-testpmd__link_up() { testpmd_cmd "$1" "show port info $2" | grep -q 'Link status: up'; }
+testpmd__link_up() { [[ $(testpmd_cmd "$1" "show port info $2") == *'Link status: up'* ]]; }
 
 # testpmd_stop NAME  - graceful quit, then SIGTERM/SIGKILL by PID; cleanup
 testpmd_stop() {
