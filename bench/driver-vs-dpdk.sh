@@ -9,7 +9,15 @@
 # Runs are interleaved (A B A B ...), RUNS of each; every rate is read on the
 # backend (its per-second Rx-pps for g2h, Tx-pps for h2g), the same observer
 # for both sides: median of the steady seconds of a run. The table gives the
-# median over runs with min-max, and B/A of the medians.
+# median over runs with min-max, and B/A of the medians, and for g2h the
+# backend's busy share: its CPU cycles per frame in bursts that received
+# frames (--record-core-cycles) times that rate, over its clock. Near 100 %,
+# the backend sets the rate, and a driver raises it only by making the
+# backend's work per frame cheaper.
+# Before each run the vCPUs' placement is read (uvnet-xline --rtt: a cache-
+# line round trip CPU 0 <-> CPU 1, ns; "near" below 150 ns as uvnet-perf's
+# regimes): the backend's cost per frame differs several-fold between them,
+# and the table counts the runs of each.
 #
 # Both sides negotiate the same features (virtio-user's: VERSION_1,
 # MRG_RXBUF, IN_ORDER, INDIRECT_DESC; no CSUM, no EVENT_IDX), split ring,
@@ -46,10 +54,10 @@ while (($#)); do
 	--only) ONLY=$2; shift 2 ;;
 	--quiet-wait) QUIET_WAIT=$2; shift 2 ;;
 	--max-foreign) MAX_FOREIGN=$2; shift 2 ;;
-	*) sed -n '2,30p' "$0"; exit 2 ;;
+	*) sed -n '2,41p' "$0"; exit 2 ;;
 	esac
 done
-DRVBENCH=$BUILD/bench/uvnet-drvbench
+DRVBENCH=$BUILD/bench/uvnet-drvbench XLINE=$BUILD/bench/uvnet-xline
 [[ -x "$DRVBENCH" ]] || { echo "no $DRVBENCH (meson setup $BUILD --buildtype=release && ninja -C $BUILD)" >&2; exit 1; }
 command -v dpdk-testpmd >/dev/null || { echo "dpdk-testpmd not found (apt-get install dpdk-dev)" >&2; exit 1; }
 mkdir -p "$OUT"
@@ -74,7 +82,7 @@ TP_APP="--nb-cores=1 --burst=32 --total-num-mbufs=16384 --stats-period 1"
 backend() {
 	rm -f "$SOCK"
 	dpdk-testpmd --lcores 0@0,1@0 --no-pci $EAL_MEM --file-prefix=uvndvd$$vh \
-		--vdev "net_vhost0,iface=$SOCK,queues=1" -- $TP_APP --forward-mode="$1" --txpkts="$2" -a \
+		--vdev "net_vhost0,iface=$SOCK,queues=1" -- $TP_APP --record-core-cycles --forward-mode="$1" --txpkts="$2" -a \
 		>"$3" 2>&1 &
 	BPID=$!
 	PIDS+=("$BPID")
@@ -138,6 +146,17 @@ rate() {
 		sort -g | awk '{ v[++n] = $1 } END { if (!n) print 0; else print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }'
 }
 
+# backend_busy LOG PPS: the backend's busy share at PPS, percent, from what
+# it prints when it stops: "CPU cycles/packet=X (... rxonly ...) at F MHz
+# Clock". Receiving (g2h) only: DPDK 22.11 counts the cycles of bursts that
+# received frames there, but of every burst in txonly, idle ones and those
+# before the driver came included, which measures nothing ("-").
+backend_busy() {
+	awk -v pps="$2" '/CPU cycles\/packet=.*rxonly/ { c = $2; sub(/.*=/, "", c)
+			if (match($0, /at [0-9]+ MHz/)) f = substr($0, RSTART + 3, RLENGTH - 7) }
+		END { if (c && f) printf "%.0f%%\n", 100 * c * pps / (f * 1e6); else print "-" }' "$1"
+}
+
 # side_dpdk DIR SIZE LOGPREFIX: virtio-user testpmd on CPU 1 for SECS
 side_dpdk() {
 	local fwd=txonly
@@ -159,12 +178,13 @@ side_uvnet() {
 
 # one CASE RUN SIDE(A|B) DIR SIZE -- cmd...
 one() {
-	local case=$1 run=$2 side=$3 dir=$4 size=$5 log try r foreign t0 quiet
+	local case=$1 run=$2 side=$3 dir=$4 size=$5 log try r foreign t0 quiet busy rtt
 	shift 5
 	log="$OUT/${case}_${side}_r$run"
 	for try in 1 2 3 4; do
 		quiet=quiet
 		wait_quiet || quiet=busy
+		rtt=$("$XLINE" --rtt 1 2>/dev/null) || rtt=-
 		cpu_snap "$RUN/c0"
 		t0=$SECONDS
 		backend "$([[ $dir == g2h ]] && echo rxonly || echo txonly)" "$size" "$log.backend.log" || return 1
@@ -177,9 +197,10 @@ one() {
 		printf '  %-16s run %d %s: %8.3f Mpps, %s%% foreign CPU (%s before): redo\n' "$case" "$run" \
 			"$side" "$(echo "$r" | awk '{print $1/1e6}')" "$foreign" "$quiet"
 	done
-	echo "$r $foreign" >"$log.pps"
-	printf '  %-16s run %d %s: %8.3f Mpps  (foreign CPU %s%%)\n' "$case" "$run" "$side" \
-		"$(echo "$r" | awk '{print $1/1e6}')" "$foreign"
+	busy=$(backend_busy "$log.backend.log" "$r")
+	echo "$r $foreign $busy $rtt" >"$log.pps"
+	printf '  %-16s run %d %s: %8.3f Mpps  (foreign CPU %s%%, backend busy %s, rtt %s ns)\n' "$case" "$run" \
+		"$side" "$(echo "$r" | awk '{print $1/1e6}')" "$foreign" "$busy" "$rtt"
 }
 
 # compare CASE DIR SIZE LABEL_A "CMD_A" LABEL_B "CMD_B"
@@ -207,18 +228,21 @@ summarize() {
 		(($(cat "$OUT/${case}_${s}_r"*.pps | awk -v m="$MAX_FOREIGN" '$2 <= m' | wc -l) >= 3)) || clean=0
 	done
 	for s in A B; do
-		cat "$OUT/${case}_${s}_r"*.pps | awk -v m="$MAX_FOREIGN" -v c=$clean '!c || $2 <= m { print $1 }' |
+		cat "$OUT/${case}_${s}_r"*.pps | awk -v m="$MAX_FOREIGN" -v c=$clean '!c || $2 <= m { print $1, $3, $4 }' |
 			sort -g >"$RUN/$s"
 	done
 	awk -v c="$case" -v d="$dir" -v z="$size" -v la="$la" -v lb="$lb" -v clean=$clean '
 		function med(a, n) { return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
 		FNR == 1 { f++ }
-		f == 1 { a[++na] = $1 } f == 2 { b[++nb] = $1 }
+		f == 1 { a[++na] = $1; ab[na] = $2 } f == 2 { b[++nb] = $1; bb[nb] = $2 }
+		$3 ~ /^[0-9]/ { if ($3 < 150) near++; else far++ }
 		END {
+			# busy: the backend share in the middle run (by rate)
 			ma = med(a, na); mb = med(b, nb)
-			printf "%-15s %-4s %5d  %-14s %7.2f Mpps (%5.2f-%5.2f) %7.2f Gb/s | %-16s %7.2f Mpps (%5.2f-%5.2f) %7.2f Gb/s | B/A %.2f",
-				c, d, z, la, ma / 1e6, a[1] / 1e6, a[na] / 1e6, ma * z * 8 / 1e9,
-				lb, mb / 1e6, b[1] / 1e6, b[nb] / 1e6, mb * z * 8 / 1e9, ma ? mb / ma : 0
+			printf "%-15s %-4s %5d  %-14s %7.2f Mpps (%5.2f-%5.2f) %7.2f Gb/s busy %4s | %-16s %7.2f Mpps (%5.2f-%5.2f) %7.2f Gb/s busy %4s | B/A %.2f",
+				c, d, z, la, ma / 1e6, a[1] / 1e6, a[na] / 1e6, ma * z * 8 / 1e9, ab[int((na + 1) / 2)],
+				lb, mb / 1e6, b[1] / 1e6, b[nb] / 1e6, mb * z * 8 / 1e9, bb[int((nb + 1) / 2)], ma ? mb / ma : 0
+			printf " | near %d far %d", near, far
 			printf "%s\n", clean ? "" : "  (too few quiet runs: all runs counted)"
 		}' "$RUN/A" "$RUN/B" | sed -z 's/\n$//' | tr -s '\n' ' ' 
 }
