@@ -39,7 +39,9 @@
 #            (set record-burst-stats, show fwd stats)
 #   guest    testpmd: its own empty RX bursts and busy share the same way;
 #            pair: the CPU the driver process got (uvnet-perf cpu_driver,
-#            1.0 = a whole core)
+#            1.0 = a whole core); rtt0: a cache-line round trip CPU 0 <->
+#            CPU 1 in ns (uvnet-xline --rtt) read before the run's switch
+#            started, the vCPUs' placement: near below 150 ns, far above
 #   sw cpu   ns of the switch process's CPU per delivered frame / the share
 #            of a core it got (in event mode the switch's cost; in poll mode
 #            its core is busy anyway): for the pair uvnet-perf's own
@@ -105,6 +107,7 @@ fi
 UVNETD=$(readlink -f "$UVNETD")
 BUILD=$(dirname "$(dirname "$(dirname "$UVNETD")")")
 PERF=${PERF:-$BUILD/tools/uvnet-perf/uvnet-perf}
+XLINE=$BUILD/bench/uvnet-xline
 [[ -x $PERF ]] || { echo "no uvnet-perf at $PERF (--perf PATH)" >&2; exit 1; }
 command -v dpdk-testpmd >/dev/null || { echo "dpdk-testpmd not found (apt-get install dpdk-dev)" >&2; exit 1; }
 VSWITCHD=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
@@ -494,11 +497,13 @@ PY
 # one SWITCH GUEST SIZE: LINE="pps guestinfo switchidle switchinfo cpu_ns_per_frame/core"
 # (no subshell: every process started is in PIDS for the trap)
 one() {
-	local r out
+	local r out rtt0
 	SW=$1
 	rm -rf "$R/sw"
 	mkdir -p "$R/sw"
 	SW_CPU=() SW_T=() TP_T0= TP_T1= SW_LOGPOS=0 SW_LISTEN=0
+	# the vCPUs' placement while nothing of the run is up yet
+	rtt0=$("$XLINE" --rtt 1 2>/dev/null) || rtt0=-
 	if ! "sw_start_$SW" "$3"; then
 		LINE="0 switch-did-not-start - - -"
 		cp -r "$R/sw" "$R/logs/sw.$SW.$3.$RUN.failed" 2>/dev/null
@@ -507,7 +512,7 @@ one() {
 	fi
 	GOUT="0 -" PAIR_CPU=-
 	"guest_$2" "$3"
-	out=$GOUT
+	out="$GOUT,rtt0=$rtt0"
 	r=$("sw_idle_$SW")
 	"sw_stop_$SW"
 	local pps=${out%% *} cpf=-
@@ -544,7 +549,7 @@ echo "# VM-to-VM through a switch on CPU 0, guest side on CPU 1; $RUNS interleav
 echo "# uvnetd $UVNETD (git $(git -C "$BUILD/.." describe --always --dirty 2>/dev/null)), OVS $("$VSWITCHD" --version 2>/dev/null | head -1 | awk '{print $NF}'), DPDK $(dpkg-query -W -f '${Version}' dpdk-dev 2>/dev/null)"
 echo "# $(date -u +%FT%TZ), host: $(host_cpu), $(nproc) CPUs, kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# switch idle: uvnetd = worker cycles in rounds that brought in nothing (poll mode), ovs = PMD idle cycles, testpmd = cycles outside busy bursts;"
-echo "# guest: testpmd empty RX bursts and busy cycles, pair cpu_driver, offload, CPU0<->CPU1 cache-line round trip (ns) and frames the switch lost; sw cpu = ns of switch CPU per frame / share of a core it got"
+echo "# guest: testpmd empty RX bursts and busy cycles, pair cpu_driver, offload, CPU0<->CPU1 cache-line round trip (ns; rtt0 before the switch started) and frames the switch lost; sw cpu = ns of switch CPU per frame / share of a core it got"
 RAW=()
 declare -A RES INFO
 for size in $SIZES; do
