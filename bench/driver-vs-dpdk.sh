@@ -16,8 +16,8 @@
 # backend's work per frame cheaper.
 # Before each run the vCPUs' placement is read (uvnet-xline --rtt: a cache-
 # line round trip CPU 0 <-> CPU 1, ns; "near" below 150 ns as uvnet-perf's
-# regimes): the backend's cost per frame differs several-fold between them,
-# and the table counts the runs of each.
+# regimes); the table counts the runs of each. (The rates also jump 2-3x
+# between runs the round trip does not tell apart: read the medians.)
 #
 # Both sides negotiate the same features (virtio-user's: VERSION_1,
 # MRG_RXBUF, IN_ORDER, INDIRECT_DESC; no CSUM, no EVENT_IDX), split ring,
