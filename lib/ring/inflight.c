@@ -271,13 +271,21 @@ void uvn_inflight_split_push(struct uvn_inflight *t, uint16_t head)
 	t->last_head = head;
 }
 
+/*
+ * Chains are given back newest first, and pops serve resubmit[] before the
+ * avail ring: while any chain from the ring is out, the one given back is
+ * from the ring; only then from resubmit[]. A flag for "the last pop" is
+ * not enough: a caller may give back several.
+ */
 bool uvn_inflight_split_unpop(struct uvn_inflight *t, uint16_t head)
 {
-	if (t->last_resubmitted) {
-		t->last_resubmitted = false;
+	if (t->ring_popped == 0 && t->next_resubmit > 0) {
+		/* Stays marked, first in line again. */
 		t->next_resubmit--;
 		return true;
 	}
+	if (t->ring_popped)
+		t->ring_popped--;
 	/* Read from the avail ring again later, marked again then. */
 	uvn_slice_wr8(&t->r->desc[head].inflight, 0);
 	return false;

@@ -116,7 +116,7 @@ struct uvn_inflight {
 	uint16_t last_head;            /* our copy of last_batch_head */
 	uint16_t *resubmit;            /* heads (head entries) to pop again, oldest first */
 	uint16_t nresubmit, next_resubmit;
-	bool last_resubmitted;         /* the last pop came from resubmit[] */
+	uint64_t ring_popped;          /* chains from the avail ring popped, not given back */
 	/* packed */
 	struct uvn_inflight_ent *ent;
 	uint16_t *entry;               /* head entry of each buffer id held, or num */

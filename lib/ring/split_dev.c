@@ -144,10 +144,8 @@ static __attribute__((noinline)) int pop_tracked(struct uvn_vq_dev *vq, struct u
 
 	if (t->next_resubmit < t->nresubmit) {
 		ret = pop_head(vq, t->resubmit[t->next_resubmit], ch, iov, iov_max);
-		if (ret == 1) {
+		if (ret == 1)
 			t->next_resubmit++;
-			t->last_resubmitted = true;
-		}
 		return ret;
 	}
 	ret = next_head(vq, &head);
@@ -156,7 +154,7 @@ static __attribute__((noinline)) int pop_tracked(struct uvn_vq_dev *vq, struct u
 	ret = pop_head(vq, head, ch, iov, iov_max);
 	if (ret == 1) {
 		vq->split.last_avail++;
-		t->last_resubmitted = false;
+		t->ring_popped++;
 		uvn_inflight_split_mark(t, head);
 	}
 	return ret;

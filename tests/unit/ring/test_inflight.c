@@ -49,6 +49,30 @@ static struct uvn_inflight_split *reg(uint8_t *p)
 }
 
 /*
+ * The newest k of the n chains popped (resubmitted ones, then ones from the
+ * ring) given back newest first, as a mergeable receive short of buffers
+ * does: popped again they are the same chains in the same order, each
+ * marked once, and nothing more comes.
+ */
+static void give_back_and_pop_again(struct sim *s, struct uvn_vq_dev *dev, const uint8_t *region,
+				    struct uvn_vq_chain *ch, const uint16_t *heads, unsigned n)
+{
+	const struct uvn_inflight_split *r = (const struct uvn_inflight_split *)region;
+	unsigned k = s->checks % (n + 1);
+	struct iovec iov[2];
+
+	for (unsigned i = n; i > n - k; i--)
+		uvn_vq_dev_unpop(dev, &ch[i - 1]);
+	for (unsigned i = n - k; i < n; i++) {
+		assert_int_equal(uvn_vq_dev_pop(dev, &ch[i], iov, 2), 1);
+		assert_int_equal(ch[i].id, heads[i]);
+	}
+	assert_int_equal(uvn_vq_dev_pop(dev, &ch[n], iov, 2), 0);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(r->desc[heads[i]].inflight, 1);
+}
+
+/*
  * A backend restarted from @ring and @region (copies; the live ring is put
  * back afterwards): it must pop the model's outstanding chains, held ones
  * first in pop order, each once; completing them all leaves the region
@@ -102,6 +126,7 @@ static void check_recovery(struct sim *s, const uint8_t *ring, const uint8_t *re
 		if (i < nheld)
 			assert_int_equal(heads[i], want_held[i]);
 	}
+	give_back_and_pop_again(s, dev, r, ch, heads, n);
 	for (unsigned i = 0; i < n; i++)
 		uvn_vq_dev_push(dev, &ch[i], 0);
 	uvn_vq_dev_flush(dev);
@@ -445,6 +470,46 @@ static void resubmits_in_pop_order(void **state)
 	h_teardown(&h);
 }
 
+/* Several chains given back newest first, resubmitted ones and one from
+ * the ring: each popped again once, in the same order, still marked; none
+ * lost, none twice. */
+static void give_backs_newest_first(void **state)
+{
+	struct hostile h;
+	struct uvn_vq_dev *dev = h_recover(&h);
+	static const uint16_t want[] = { 2, 5, 1, 7 };
+	struct uvn_vq_chain ch[4], extra;
+	struct iovec iov[2];
+
+	(void)state;
+	sq_publish(&h.q, 7);
+	for (unsigned round = 0; round < 3; round++) {
+		for (unsigned i = 0; i < 4; i++) {
+			assert_int_equal(uvn_vq_dev_pop(dev, &ch[i], iov, 2), 1);
+			assert_int_equal(ch[i].id, want[i]);
+			assert_int_equal(reg(h.r)->desc[want[i]].inflight, 1);
+		}
+		assert_int_equal(uvn_vq_dev_pop(dev, &extra, iov, 2), 0);
+		/* all four back, then only the two resubmitted after the first */
+		for (unsigned i = 4; i > (round == 1 ? 1u : 0u); i--)
+			uvn_vq_dev_unpop(dev, &ch[i - 1]);
+		if (round == 1) {
+			for (unsigned i = 1; i < 4; i++) {
+				assert_int_equal(uvn_vq_dev_pop(dev, &ch[i], iov, 2), 1);
+				assert_int_equal(ch[i].id, want[i]);
+			}
+			for (unsigned i = 4; i > 0; i--)
+				uvn_vq_dev_unpop(dev, &ch[i - 1]);
+		}
+		assert_int_equal(uvn_vq_dev_inflight_pending(dev), 3);
+		assert_int_equal(reg(h.r)->desc[7].inflight, 0);
+	}
+	assert_int_equal(uvn_vq_dev_error(dev), 0);
+	uvn_vq_dev_inflight_detach(dev);
+	uvn_vq_dev_destroy(dev);
+	h_teardown(&h);
+}
+
 /* A chain too long for the caller's array, resubmitted or new from the
  * ring: not taken, not marked, popped again whole; dropped (no iovecs), a
  * new one is marked like any. */
@@ -536,6 +601,7 @@ int main(void)
 		cmocka_unit_test(crash_everywhere_in_order_batch),
 		cmocka_unit_test(crash_across_index_wrap),
 		cmocka_unit_test(resubmits_in_pop_order),
+		cmocka_unit_test(give_backs_newest_first),
 		cmocka_unit_test(iov_full_neither_taken_nor_marked),
 		cmocka_unit_test(push_of_foreign_head_stays_in_region),
 		cmocka_unit_test(hostile_contents),
