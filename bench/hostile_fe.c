@@ -40,6 +40,10 @@ static const struct {
 	{ "rx-hoard", attack_rx_hoard, "RX buffers posted once, never taken back" },
 	{ "sparse-mem", attack_sparse_mem, "a memory table of 32 sparse 1 TB regions" },
 	{ "msg-flood", attack_msg_flood, "vhost-user messages (GET_FEATURES) without pause" },
+	{ "accept-flood", attack_accept_flood,
+	  "a session, then a second frontend connecting and hanging up without pause" },
+	{ "reconnect-flood", attack_reconnect_flood,
+	  "connect, send GET_FEATURES, hang up, without pause" },
 	{ "idle-spin", attack_idle_spin,
 	  "control: full-tx's set-up and spin, nothing posted, kicked or asked" },
 };

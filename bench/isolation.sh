@@ -47,7 +47,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 RUNS=5 SECS=5 WARM=1 SIZE=1518 MODE=event ACPU=1 ASCHED=idle KEEP=0 CONTROLS=1
-ATTACKS="packed-batch stale-ring blocking-fd kick-fd-swap full-tx full-tx@500 memfd-shrink kick-storm msg-flood rx-hoard sparse-mem port-churn"
+ATTACKS="packed-batch stale-ring blocking-fd kick-fd-swap full-tx full-tx@500 memfd-shrink kick-storm msg-flood accept-flood reconnect-flood rx-hoard sparse-mem port-churn"
 UVNETD= PERF= HOSTILE=
 while (($#)); do
 	case $1 in
@@ -184,7 +184,7 @@ churn() { # RUNDIR port-churn|ctl-show
 # without the attack (idle-spin, ctl-show); none for the attacks that sleep.
 control_of() { # ATTACK
 	case ${1%@*} in
-	packed-batch | full-tx | kick-storm | msg-flood) echo idle-spin ;;
+	packed-batch | full-tx | kick-storm | msg-flood | accept-flood | reconnect-flood) echo idle-spin ;;
 	port-churn) echo ctl-show ;;
 	esac
 }

@@ -117,5 +117,7 @@ int attack_rx_hoard(struct hfe *h, const struct hfe_opts *o, double end);
 int attack_sparse_mem(struct hfe *h, const struct hfe_opts *o, double end);
 int attack_msg_flood(struct hfe *h, const struct hfe_opts *o, double end);
 int attack_idle_spin(struct hfe *h, const struct hfe_opts *o, double end);
+int attack_accept_flood(struct hfe *h, const struct hfe_opts *o, double end);
+int attack_reconnect_flood(struct hfe *h, const struct hfe_opts *o, double end);
 
 #endif

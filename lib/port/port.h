@@ -27,7 +27,8 @@ struct uvn_port_stats {
 	uint64_t rx_packets, rx_bytes;   /* frames in from the port (over its MTU too) */
 	uint64_t tx_packets, tx_bytes;   /* frames out to the port */
 	uint64_t drops;                  /* frames lost at this port (no room, too big, no descriptor) */
-	uint64_t errors;                 /* peer violations (bad headers, broken rings, bad messages) */
+	uint64_t errors;                 /* peer violations (bad headers, broken rings, bad messages,
+	                                    a second frontend on a socket) */
 	uint64_t kicks;                  /* notifications received from the peer */
 	uint64_t calls;                  /* notifications sent to the peer */
 	uint64_t calls_suppressed;       /* notifications the peer's event suppression spared */

@@ -26,6 +26,8 @@
 #define PAIRS_GAP_NS 10000000ull
 #define MSG_BUDGET 64u
 #define MSG_WINDOW_NS 100000000ull
+#define ACCEPT_BUDGET 16u
+#define ACCEPT_WINDOW_NS 100000000ull
 
 _Static_assert(UVN_PORT_MAX_QUEUES == UVN_DEV_MAX_QUEUE_PAIRS, "a port queue is a device queue pair");
 
@@ -233,6 +235,14 @@ static void on_drain(struct uvn_handler *h, uint32_t events)
 
 static void start_reconnect(struct vhost_port *v);
 
+/* listen_h is light while a frontend is attached: all it does then is
+ * refuse the next one, which touches nothing the workers use. */
+static void set_session(struct vhost_port *v, struct uvn_vu_backend *be)
+{
+	v->be = be;
+	v->listen_h.light = be != NULL;
+}
+
 static void drop_connection(struct vhost_port *v)
 {
 	uvn_timer_stop(v->loop, &v->msg_h);
@@ -240,18 +250,33 @@ static void drop_connection(struct vhost_port *v)
 		uvn_loop_del(v->loop, &v->conn_h);
 	v->conn_paused = false;
 	v->throttled = 0;
-	/* The budget is per connection: the next frontend starts with all of it. */
-	v->msg_window = v->msg_count = 0;
+	/* The message budget is the port's, not the connection's: a frontend
+	 * that hangs up and connects again does not get a fresh one. */
 	v->ctrl_self_kicks = 0;
 	uvn_loop_del(v->loop, &v->fault_h); /* before the session closes its eventfd */
 	v->fault_h.fd = -1;
 	uvn_timer_stop(v->loop, &v->pairs_h); /* a change for a guest that is gone */
 	uvn_dev_disconnect(v->dev); /* stops every queue through ring_ready() */
-	v->be = NULL;
+	set_session(v, NULL);
 	v->conn_h.fd = -1;
 	UVN_INFO("%s: frontend disconnected", v->base.name);
 	if (v->cfg.client)
 		start_reconnect(v);
+}
+
+/* One more in the window that began at *@start (a new one once @window_ns
+ * went by). @return 0 while under @max, else the ns until the window ends */
+static uint64_t window_take(uint64_t *start, unsigned *count, unsigned max, uint64_t window_ns)
+{
+	uint64_t now = uvn_now_ns();
+
+	if (now - *start >= window_ns) {
+		*start = now;
+		*count = 0;
+	}
+	if (++*count < max)
+		return 0;
+	return *start + window_ns - now;
 }
 
 /* The budget's window is over: listen to the frontend again. Light: it
@@ -270,22 +295,18 @@ static void on_msg_window(struct uvn_handler *h, uint32_t events)
 /*
  * Every vhost-user message is handled with the workers parked, so a
  * frontend that sends them without pause would stall every other port's
- * traffic. Each connection gets MSG_BUDGET messages per MSG_WINDOW_NS
- * (far more than a QEMU or DPDK set-up or migration sends); past that its
- * socket is not read until the window ends.
+ * traffic. Each port gets MSG_BUDGET messages per MSG_WINDOW_NS, whichever
+ * connection sends them (far more than a QEMU or DPDK set-up or migration
+ * sends); past that the socket is not read until the window ends.
  */
 static void msg_budget(struct vhost_port *v)
 {
-	uint64_t now = uvn_now_ns();
+	uint64_t wait = window_take(&v->msg_window, &v->msg_count, MSG_BUDGET, MSG_WINDOW_NS);
 
-	if (now - v->msg_window >= MSG_WINDOW_NS) {
-		v->msg_window = now;
-		v->msg_count = 0;
-	}
-	if (++v->msg_count < MSG_BUDGET)
+	if (!wait)
 		return;
 	v->msg_h = (struct uvn_handler){ .fd = -1, .fn = on_msg_window, .ctx = v, .light = true };
-	if (uvn_timer_start(v->loop, &v->msg_h, v->msg_window + MSG_WINDOW_NS - now, 0))
+	if (uvn_timer_start(v->loop, &v->msg_h, wait, 0))
 		return; /* no timer: keep reading rather than never again */
 	uvn_loop_del(v->loop, &v->conn_h);
 	v->conn_paused = true;
@@ -321,7 +342,7 @@ static int watch_session(struct vhost_port *v)
 {
 	int r;
 
-	v->be = uvn_dev_backend(v->dev);
+	set_session(v, uvn_dev_backend(v->dev));
 	v->conn_h = (struct uvn_handler){ .fd = uvn_dev_fd(v->dev), .fn = on_message, .ctx = v };
 	r = uvn_loop_add(v->loop, &v->conn_h, EPOLLIN);
 	if (!r) {
@@ -334,11 +355,49 @@ static int watch_session(struct vhost_port *v)
 	if (r) {
 		v->fault_h.fd = -1;
 		uvn_dev_disconnect(v->dev);
-		v->be = NULL;
+		set_session(v, NULL);
 		return r;
 	}
 	UVN_INFO("%s: frontend connected", v->base.name);
 	return 0;
+}
+
+/* The accept window is over: take connections again. Light: it only puts
+ * the listening socket back in the control thread's own loop. */
+static void on_accept_window(struct uvn_handler *h, uint32_t events)
+{
+	struct vhost_port *v = h->ctx;
+
+	(void)events;
+	uvn_timer_stop(v->loop, h);
+	v->accepts = 0;
+	if (uvn_loop_add(v->loop, &v->listen_h, EPOLLIN) == 0)
+		v->listen_paused = false;
+}
+
+/*
+ * Taking a frontend in parks the workers, and so does its hanging up: a
+ * peer that connects and hangs up without pause would stall every other
+ * port. The socket gets ACCEPT_BUDGET of them per ACCEPT_WINDOW_NS (a QEMU
+ * or DPDK restart needs one), then is not accepted from until the window
+ * ends; the connections wait in its backlog.
+ */
+static void accept_budget(struct vhost_port *v)
+{
+	uint64_t wait = window_take(&v->accept_window, &v->accepts, ACCEPT_BUDGET,
+				    ACCEPT_WINDOW_NS);
+
+	if (!wait)
+		return;
+	v->accept_h = (struct uvn_handler){ .fd = -1, .fn = on_accept_window, .ctx = v,
+					    .light = true };
+	if (uvn_timer_start(v->loop, &v->accept_h, wait, 0))
+		return; /* no timer: keep accepting rather than never again */
+	uvn_loop_del(v->loop, &v->listen_h);
+	v->listen_paused = true;
+	if (!v->accept_throttled++)
+		UVN_WARN("%s: frontends attach more than %u times in %llu ms: accepted in step",
+			 v->base.name, ACCEPT_BUDGET, (unsigned long long)(ACCEPT_WINDOW_NS / 1000000));
 }
 
 static void on_accept(struct uvn_handler *h, uint32_t events)
@@ -346,10 +405,17 @@ static void on_accept(struct uvn_handler *h, uint32_t events)
 	struct vhost_port *v = h->ctx;
 
 	(void)events;
+	if (v->be) {
+		/* Light (set_session): refused without parking anyone. */
+		if (uvn_dev_accept(v->dev) == -EBUSY)
+			atomic_fetch_add_explicit(&v->refused, 1, memory_order_relaxed);
+		return;
+	}
 	/* mtu=: QEMU's host_mtu (what the guest is told) up to it */
 	uvn_dev_set_mtu(v->dev, v->base.conf.mtu);
 	if (uvn_dev_accept(v->dev) == 0)
 		watch_session(v);
+	accept_budget(v);
 }
 
 static void on_retry(struct uvn_handler *h, uint32_t events)
@@ -385,11 +451,12 @@ void uvn_vhost_destroy(struct uvn_port *port)
 		uvn_dev_disconnect(v->dev);
 	}
 	uvn_timer_stop(v->loop, &v->msg_h);
+	uvn_timer_stop(v->loop, &v->accept_h);
 	uvn_timer_stop(v->loop, &v->retry_h);
 	uvn_timer_stop(v->loop, &v->drain_h);
 	uvn_timer_stop(v->loop, &v->pairs_h);
 	uvn_qmp_destroy(v->qmp);
-	if (v->listen_h.fd >= 0)
+	if (v->listen_h.fd >= 0 && !v->listen_paused)
 		uvn_loop_del(v->loop, &v->listen_h);
 	uvn_dev_destroy(v->dev); /* closes the socket, removes its file */
 	free(v);
@@ -448,7 +515,7 @@ int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, const struct uvn
 	v->pairs_on = v->pairs_req = 1;
 	v->senders = 1;
 	v->listen_h.fd = v->conn_h.fd = v->retry_h.fd = v->drain_h.fd = v->fault_h.fd = -1;
-	v->pairs_h.fd = v->msg_h.fd = v->ctrl_h.fd = -1;
+	v->pairs_h.fd = v->msg_h.fd = v->ctrl_h.fd = v->accept_h.fd = -1;
 	for (unsigned i = 0; i < UVN_PORT_MAX_QUEUES; i++) {
 		v->rx[i] = (struct vq_slot){ .port = v, .qp = i };
 		v->tx[i] = (struct vq_slot){ .port = v, .qp = i };

@@ -237,6 +237,7 @@ static void vhost_stats(struct uvn_port *port, struct uvn_port_stats *st)
 		uvn_vhost_add_q(v, st, i);
 	uvn_vhost_add_q(v, st, UVN_DEV_CTRL_RING);
 	st->kicks += atomic_load_explicit(&v->kicks, memory_order_relaxed);
+	st->errors += atomic_load_explicit(&v->refused, memory_order_relaxed);
 	st->drops += v->discarded + atomic_load_explicit(&v->dropped_down, memory_order_relaxed);
 }
 

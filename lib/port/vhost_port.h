@@ -60,6 +60,13 @@ struct vhost_port {
 	unsigned msg_count;         /* messages in it */
 	bool conn_paused;           /* conn_h out of the loop until msg_h fires */
 	uint64_t throttled;         /* windows that ran out of budget (this connection) */
+	/* attaches: a budget per window, then listen_h waits for accept_h */
+	struct uvn_handler accept_h;
+	uint64_t accept_window;     /* start of the current window (ns) */
+	unsigned accepts;           /* attaches in it */
+	bool listen_paused;         /* listen_h out of the loop until accept_h fires */
+	uint64_t accept_throttled;  /* windows that ran out of budget */
+	_Atomic uint64_t refused;   /* frontends refused: one was attached already */
 	unsigned senders;           /* data-path threads that transmit here */
 	struct vq_slot rx[UVN_PORT_MAX_QUEUES]; /* guest RX rings */
 	struct vq_slot tx[UVN_PORT_MAX_QUEUES]; /* guest TX rings */

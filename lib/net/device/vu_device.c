@@ -242,7 +242,7 @@ int uvn_dev_accept(struct uvn_dev *d)
 	if (fd < 0)
 		return fd;
 	if (d->be) {
-		UVN_WARN("%s: second frontend refused (one per socket)", d->cfg.name);
+		UVN_LOG_PEER("%s: second frontend refused (one per socket)", d->cfg.name);
 		close(fd);
 		return -EBUSY;
 	}

@@ -27,6 +27,12 @@
 #             queue's too (handled on the control thread: it used to park
 #             every worker per kick);
 #   msg-flood: GET_FEATURES without pause: read in step with a budget.
+#   accept-flood: A attached, a second frontend connecting and hanging up
+#             without pause: each refused and counted, none parks the
+#             workers (it used to park them per connection);
+#   reconnect-flood: connect, GET_FEATURES, hang up, without pause: taken
+#             in at most 16 times per 100 ms, the message budget not
+#             renewed by a new connection.
 # Usage: test_hostile.sh UVNETD HOSTILE UVNET_HOSTILE MODE
 set -euo pipefail
 UVNETD=$1 HOSTILE=$2 UVNET_HOSTILE=$3 MODE=$4
@@ -47,6 +53,7 @@ gone() { local st; st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 
 
 # Copies, not zero copy: a big frame costs uvnetd time, so the guest
 # keeps its ring full even when it loses its CPU now and then.
+T_START=$(date +%s%N)
 A_SPEC="vhost-user:$DIR/a.sock,queues=2"
 LIMIT_KPPS=20
 [[ $MODE == fulltx-limit ]] && A_SPEC+=",max-kpps=$LIMIT_KPPS"
@@ -83,8 +90,11 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 case $MODE in
 stale-ring) max_parks=100000 ;;
 msg-flood) max_parks=$((64 * (ms / 100 + 2))) ;;
+# per window: 16 connections taken in, each lost again, and the messages
+reconnect-flood) max_parks=$(((16 * 2 + 64) * (ms / 100 + 2))) ;;
 *) max_parks=5 ;;
 esac
+echo "$MODE: the workers were parked $((p1 - p0)) times in $ms ms (at most $max_parks)"
 ((p1 - p0 <= max_parks)) || fail "the workers were parked $((p1 - p0)) times in $ms ms of attack (at most $max_parks)"
 
 "$HOSTILE" honest "$DIR/b.sock" "$DIR/c.sock" 3 || fail "the honest pair was disturbed"
@@ -119,6 +129,16 @@ blocking-fd)
 	grep -q "fd is not an eventfd" "$DIR/log" || fail "the pipe was not refused as a call/error fd" ;;
 msg-flood)
 	grep -q "messages in 100 ms: read in step" "$DIR/log" || fail "the message budget did not act" ;;
+accept-flood)
+	python3 -c 'import json,sys; p=json.loads(sys.argv[1])["ports"]; assert p[0]["errors"] > 100, p[0]' \
+		"$json" || fail "the second frontends were not counted as refused"
+	# rate-limited: 5 lines a second, and one for the ones held back
+	n=$(grep -c "second frontend refused" "$DIR/log" || true)
+	s=$(((($(date +%s%N) - T_START) / 1000000000 + 2) * 6))
+	((n <= s)) || fail "$n log lines for refused frontends (rate-limited: at most $s)" ;;
+reconnect-flood)
+	grep -q "attach more than 16 times in 100 ms: accepted in step" "$DIR/log" ||
+		fail "the accept budget did not act" ;;
 memfd-shrink)
 	grep -q "guest memory vanished" "$DIR/log" || fail "A's connection was not dropped for its memory"
 	[[ $(ctl show queues) == *a.sock* ]] && fail "A still has queues after shrinking its memory" ;;

@@ -148,10 +148,12 @@ static void test_discard_budget(void **state)
 }
 
 /* A second guest memory region elsewhere, the only one of a new table. */
-/* The message budget is per connection: a frontend that comes after one
- * that had used nearly all of it in this window starts with all of it. */
-static void test_budget_per_connection(void **state)
+/* The message budget is the port's, not the connection's: a frontend that
+ * hangs up and connects again in the same window does not start afresh,
+ * and its first message past the budget pauses the new connection. */
+static void test_budget_per_port(void **state)
 {
+	static const uint32_t get_features[3] = { VHOST_USER_GET_FEATURES, VHOST_USER_VERSION, 0 };
 	struct rig r;
 	int sock;
 
@@ -163,7 +165,7 @@ static void test_budget_per_connection(void **state)
 	r.f.sock = -1;
 	while (r.v->be)
 		assert_true(uvn_loop_run_once(r.loop, 1000) >= 0);
-	assert_int_equal(r.v->msg_count, 0);
+	assert_int_equal(r.v->msg_count, 63);
 	sock = uvn_vu_connect(r.path);
 	assert_true(sock >= 0);
 	while (!r.v->be)
@@ -171,9 +173,43 @@ static void test_budget_per_connection(void **state)
 	r.f.external = true;
 	fe_close(&r.f);
 	fe_attach(&r.f, sock, r.v->be, NET_FEATURES);
-	fe_negotiate_qemu(&r.f, RING);
-	assert_int_equal(r.v->msg_count, 0);
-	assert_false(r.v->conn_paused);
+	/* the window restarted so that it cannot end before the message */
+	r.v->msg_window = uvn_now_ns();
+	assert_int_equal(write(sock, get_features, sizeof(get_features)), sizeof(get_features));
+	for (int i = 0; i < 100 && r.v->msg_count == 63; i++)
+		assert_true(uvn_loop_run_once(r.loop, 10) >= 0);
+	assert_int_equal(r.v->msg_count, 64);
+	assert_true(r.v->conn_paused);
+	rig_close(&r);
+}
+
+/* While a frontend is attached the listening socket's handler is light
+ * (uvnetd runs it without parking the workers): a second frontend is
+ * refused and counted as a port error; once the first hangs up, taking
+ * the next one in is control work again. */
+static void test_second_frontend_refused_light(void **state)
+{
+	struct uvn_port_stats st;
+	struct rig r;
+	char c;
+	int sock;
+
+	(void)state;
+	rig_open(&r);
+	assert_true(r.v->listen_h.light);
+	sock = uvn_vu_connect(r.path);
+	assert_true(sock >= 0);
+	while (atomic_load(&r.v->refused) == 0)
+		assert_true(uvn_loop_run_once(r.loop, 1000) >= 0);
+	assert_int_equal(read(sock, &c, 1), 0); /* hung up on */
+	close(sock);
+	r.port->ops->stats(r.port, &st);
+	assert_int_equal(st.errors, 1);
+	close(r.f.sock);
+	r.f.sock = -1;
+	while (r.v->be)
+		assert_true(uvn_loop_run_once(r.loop, 1000) >= 0);
+	assert_false(r.v->listen_h.light);
 	rig_close(&r);
 }
 
@@ -263,7 +299,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_discard_budget),
-		cmocka_unit_test(test_budget_per_connection),
+		cmocka_unit_test(test_budget_per_port),
+		cmocka_unit_test(test_second_frontend_refused_light),
 		cmocka_unit_test(test_drain_after_memory_change),
 	};
 
