@@ -119,7 +119,10 @@ struct uvn_dev_cfg {
 				      *   lives, and must outlive it); default: @c path */
 	const struct uvn_dev_ops *ops;
 	void *ctx;                   /**< passed to @c ops */
-	uint64_t reserved[8];        /**< zero: room for later fields, so the struct stays
+	uint64_t max_mem;            /**< bytes of the frontend's files a session maps at most
+				      *   (memory table, dirty log, in-flight region together; a
+				      *   request past it is refused); 0: physical memory */
+	uint64_t reserved[7];        /**< zero: room for later fields, so the struct stays
 				      *   144 bytes (LP64) */
 };
 

@@ -148,6 +148,9 @@ struct uvn_port_env {
  * qmp=PATH[,nic=ID] (vhost-user): the guest's receive filter, which QEMU
  * keeps, is read from QEMU's QMP socket at PATH (port/qmp.h) and applied
  * to the frames sent to the guest.
+ * max-mem=SIZE[K|M|G|T] (vhost-user): the bytes of the guest's files (its
+ * memory, dirty log, in-flight region) the session maps at most; default
+ * the machine's physical memory.
  * group= (a name or number) and mode= (octal) set the listening socket's
  * group and permissions, over the env's; a socket that cannot be given
  * them refuses the port (not with client: there is no socket of ours).
@@ -174,6 +177,7 @@ struct uvn_vhost_port_cfg {
 	unsigned queues;      /* queue pairs offered */
 	const char *qmp;      /* QEMU's QMP socket: follow the guest's receive filter there */
 	const char *nic;      /* ... of this NIC (QEMU's device id), NULL: the only one */
+	uint64_t max_mem;     /* bytes of the guest's files mapped at most, 0: physical memory */
 };
 int uvn_port_vhost_create(const struct uvn_vhost_port_cfg *cfg, const struct uvn_port_env *env,
 			  struct uvn_port **out);

@@ -2,6 +2,7 @@
 /* Ports from their command-line form (port.h): vhost-user:PATH[,OPTS] | tap:IFNAME[,OPTS] */
 #include <errno.h>
 #include <grp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,30 @@ static int parse_common(char *opt, struct common *c)
 	return parse_conf(opt, &c->conf);
 }
 
+/* A size in bytes, with an optional K, M, G or T (binary); not 0. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	unsigned long long n;
+	const char *u;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	if (errno || n == 0)
+		return -EINVAL;
+	if (*end) {
+		u = strchr(units, *end);
+		if (!u || end[1] || n > (UINT64_MAX >> (10 * (u - units + 1))))
+			return -EINVAL;
+		n <<= 10 * (u - units + 1);
+	}
+	*out = n;
+	return 0;
+}
+
 static int parse_vhost(char *args, struct uvn_vhost_port_cfg *cfg, struct common *c)
 {
 	char *save = NULL, *opt;
@@ -176,6 +201,7 @@ static int parse_vhost(char *args, struct uvn_vhost_port_cfg *cfg, struct common
 	cfg->queues = 1;
 	cfg->client = false;
 	cfg->qmp = cfg->nic = NULL;
+	cfg->max_mem = 0;
 	if (!cfg->path)
 		return -EINVAL;
 	while ((opt = strtok_r(NULL, ",", &save))) {
@@ -187,6 +213,9 @@ static int parse_vhost(char *args, struct uvn_vhost_port_cfg *cfg, struct common
 			if (parse_num(opt + 7, 1, UVN_PORT_MAX_QUEUES, &q))
 				return -EINVAL;
 			cfg->queues = (unsigned)q;
+		} else if (!strncmp(opt, "max-mem=", 8)) {
+			if (parse_size(opt + 8, &cfg->max_mem))
+				return -EINVAL;
 		} else if (!strncmp(opt, "qmp=", 4) && opt[4]) {
 			cfg->qmp = opt + 4;
 		} else if (!strncmp(opt, "nic=", 4) && opt[4]) {
@@ -339,7 +368,7 @@ int uvn_port_create(const char *spec, const struct uvn_port_env *env, struct uvn
 	if (r <= 0)
 		return r;
 	UVN_ERR("bad port '%s': expected vhost-user:PATH[,client][,queues=N][,group=G][,mode=M]"
-		"[,qmp=PATH[,nic=ID]][,OPTS]"
+		"[,max-mem=SIZE][,qmp=PATH[,nic=ID]][,OPTS]"
 		" or tap:IFNAME[,OPTS], OPTS: max-kpps=N (1..%d), name=NAME (up to %d printable"
 		" characters, no space or comma), mtu=N (%d..%d), vlan=N (1..%d) or"
 		" trunks=LIST (VLANs and ranges joined by colons: 10:20:100-199), mac-limit=N"

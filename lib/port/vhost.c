@@ -475,6 +475,7 @@ static int make_device(struct vhost_port *v)
 		.zerocopy = (enum uvn_dev_zc)v->env.zerocopy,
 		.zc_min = v->env.zc_min,
 		.zc_max_held = v->env.zc_max_held,
+		.max_mem = v->cfg.max_mem,
 		.name = v->base.name, /* name= renames the port after this */
 		.ops = &device_ops,
 		.ctx = v,

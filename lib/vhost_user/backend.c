@@ -227,6 +227,15 @@ struct uvn_vu_queue *vu_queue(struct uvn_vu_backend *b, uint32_t index)
 
 /* ---------------------------------------------------------------- session */
 
+/* The default cap on what a session maps: a guest's shared memory is
+ * backed by this machine's, so more than all of it is a sparse file. */
+static uint64_t phys_mem(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+
+	return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+}
+
 static uint64_t offered_features(const struct uvn_vu_backend_cfg *cfg, uint64_t proto)
 {
 	/* No IOTLB here: ACCESS_PLATFORM would need the backend channel. */
@@ -272,6 +281,7 @@ int uvn_vu_backend_create(int conn_fd, const struct uvn_vu_backend_cfg *cfg,
 	if (cfg->mtu)
 		dflt |= 1ull << VHOST_USER_PROTOCOL_F_NET_MTU;
 	b->mtu_max = cfg->mtu;
+	b->max_mem = cfg->max_mem ? cfg->max_mem : phys_mem();
 	b->proto_offered = cfg->protocol_features ? cfg->protocol_features & dflt : dflt;
 	b->offered = offered_features(cfg, b->proto_offered);
 	b->log.fd = -1;

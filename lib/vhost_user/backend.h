@@ -92,6 +92,11 @@ struct uvn_vu_backend_cfg {
 	uint32_t mtu;
 	unsigned queue_num;         /* virtqueues (2 per queue pair, +1 for a control
 				     * queue), 1..256 */
+	/* Bytes of the frontend's files the session maps at most: memory
+	 * table, dirty log and in-flight region together (a request past it
+	 * is refused, counted in err_mem, err_log or err_inflight). 0: the
+	 * machine's physical memory. */
+	uint64_t max_mem;
 	const struct uvn_vu_device_ops *ops;
 	void *ctx;
 	const char *name;           /* for logs */

@@ -78,6 +78,10 @@ static int install(struct uvn_vu_backend *b, const struct uvn_vu_inflight *d, in
 	if (d->mmap_offset & 63)
 		return vu_req_error(b, &b->st.err_inflight, "%s: offset 0x%llx not 64-byte aligned",
 				    what, (unsigned long long)d->mmap_offset);
+	if (!vu_map_fits(b, VU_MAP_INFLIGHT, d->mmap_size))
+		return vu_req_error(b, &b->st.err_inflight,
+				    "%s of 0x%llx bytes: more than the session may map (0x%llx)", what,
+				    (unsigned long long)d->mmap_size, (unsigned long long)b->max_mem);
 	ret = uvn_mem_region_map_owned(&rd, fd, &b->guard, &r);
 	if (ret)
 		return vu_req_error(b, &b->st.err_inflight, "%s (size 0x%llx offset 0x%llx): %s", what,

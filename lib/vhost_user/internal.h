@@ -44,6 +44,7 @@ struct uvn_vu_backend {
 	uint8_t status;
 	uint32_t mtu_max;       /* NET_SET_MTU accepted up to this (cfg mtu) */
 	uint32_t mtu;           /* NET_SET_MTU accepted, 0: none */
+	uint64_t max_mem;       /* bytes of the frontend's files we map at most (cfg) */
 	bool owner;
 	bool dead;              /* a fatal error: the caller destroys the session */
 	struct uvn_mem *mem;    /* never NULL; empty until the first table */
@@ -92,6 +93,16 @@ void vu_queue_pause(struct uvn_vu_backend *b, struct uvn_vu_queue *q);
 void vu_queue_stop(struct uvn_vu_backend *b, struct uvn_vu_queue *q);
 /* Translate the ring again (memory or size changed). @return 0 or -EFAULT */
 int vu_queue_translate(struct uvn_vu_backend *b, struct uvn_vu_queue *q);
+
+/* What of the frontend's files a session maps (mem_msgs.c). */
+enum vu_map_kind { VU_MAP_TABLE, VU_MAP_LOG, VU_MAP_INFLIGHT };
+/* Bytes the memory table @m maps. */
+uint64_t vu_table_bytes(const struct uvn_mem *m);
+/* Would the session, with @bytes mapped as its @kind instead of what it
+ * has there now, map at most max_mem in all? A frontend must not take the
+ * process's address space (and with it every other session's) with
+ * sparse files of terabytes. */
+bool vu_map_fits(const struct uvn_vu_backend *b, enum vu_map_kind kind, uint64_t bytes);
 
 /* Take every ready queue out of service / re-evaluate every queue. */
 void vu_pause_all(struct uvn_vu_backend *b);

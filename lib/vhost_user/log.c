@@ -41,8 +41,10 @@ static int map_log(struct uvn_vu_backend *b, const struct uvn_vu_log *l, int fd)
 	off = l->mmap_offset & ~(page - 1);
 	delta = l->mmap_offset - off;
 	len = (delta + l->mmap_size + page - 1) & ~(page - 1);
-	if (len > SIZE_MAX)
-		return vu_conn_error(b, &b->st.err_log, "dirty log too large");
+	if (len > SIZE_MAX || !vu_map_fits(b, VU_MAP_LOG, len))
+		return vu_conn_error(b, &b->st.err_log,
+				     "dirty log of 0x%llx bytes: more than the session may map (0x%llx)",
+				     (unsigned long long)l->mmap_size, (unsigned long long)b->max_mem);
 	/* Guarded: the frontend may shrink the log's file later. */
 	ret = uvn_mem_map_guarded(fd, off, (size_t)len, &b->guard, &p);
 	/* Without the log a migration would silently lose our writes: drop. */

@@ -16,6 +16,38 @@
 #include "internal.h"
 #include "util/log.h"
 
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+uint64_t vu_table_bytes(const struct uvn_mem *m)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < m->n; i++)
+		n = add_sat(n, m->r[i].map_len);
+	return n;
+}
+
+bool vu_map_fits(const struct uvn_vu_backend *b, enum vu_map_kind kind, uint64_t bytes)
+{
+	uint64_t n = kind == VU_MAP_TABLE ? bytes : vu_table_bytes(b->mem);
+
+	n = add_sat(n, kind == VU_MAP_LOG ? bytes : b->log.map ? b->log.map_len : 0);
+	n = add_sat(n, kind == VU_MAP_INFLIGHT ? bytes
+		       : b->inflight.reg.map ? b->inflight.reg.map_len : 0);
+	return n <= b->max_mem;
+}
+
+static int too_much(struct uvn_vu_backend *b, uint64_t bytes)
+{
+	return vu_conn_error(b, &b->st.err_mem,
+			     "a memory table of 0x%llx bytes: more than the session may map "
+			     "(max-mem=, 0x%llx; the machine's memory by default)",
+			     (unsigned long long)bytes, (unsigned long long)b->max_mem);
+}
+
 static int map_one(struct uvn_vu_backend *b, const struct uvn_vu_region *w, int fd, unsigned i,
 		   struct uvn_mem_region *r)
 {
@@ -62,10 +94,16 @@ static void commit(struct uvn_vu_backend *b, struct uvn_mem *new_mem)
 int vu_h_SET_MEM_TABLE(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_vu_msg *reply)
 {
 	const struct uvn_vu_memory *t = &m->p.memory;
-	struct uvn_mem *nm = uvn_mem_create();
+	struct uvn_mem *nm;
+	uint64_t bytes = 0;
 	int ret = 0;
 
 	(void)reply;
+	for (unsigned i = 0; i < t->nregions; i++)
+		bytes = add_sat(bytes, t->regions[i].memory_size);
+	if (!vu_map_fits(b, VU_MAP_TABLE, bytes))
+		return too_much(b, bytes);
+	nm = uvn_mem_create();
 	if (!nm)
 		return vu_req_error(b, &b->st.err_mem, "out of memory for a memory table");
 	for (unsigned i = 0; i < t->nregions; i++) {
@@ -106,6 +144,10 @@ int vu_h_ADD_MEM_REG(struct uvn_vu_backend *b, struct uvn_vu_msg *m, struct uvn_
 		close(fd);
 		b->mem->r[ret].refs++;
 		return 0;
+	}
+	if (!vu_map_fits(b, VU_MAP_TABLE, add_sat(vu_table_bytes(b->mem), w->memory_size))) {
+		close(fd);
+		return too_much(b, add_sat(vu_table_bytes(b->mem), w->memory_size));
 	}
 	ret = map_one(b, &m->p.mem_reg.region, fd, b->mem->n, &r);
 	close(fd);

@@ -221,6 +221,7 @@ static int attach(struct uvn_dev *d, int fd)
 		.protocol_features = d->cfg.protocol_features,
 		.mtu = d->cfg.mtu,
 		.queue_num = 2 * d->cfg.queue_pairs + d->has_ctrl,
+		.max_mem = d->cfg.max_mem,
 		.ops = rarp ? &vu_ops_rarp : &vu_ops,
 		.ctx = d,
 		.name = d->cfg.name,

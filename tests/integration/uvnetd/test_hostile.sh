@@ -27,6 +27,9 @@
 #             queue's too (handled on the control thread: it used to park
 #             every worker per kick);
 #   msg-flood: GET_FEATURES without pause: read in step with a budget.
+#   sparse-mem: a memory table of sparse 1 TB regions (a few of them took
+#             uvnetd's address space, and every other session's): more than
+#             the machine's memory, refused, counted, A dropped.
 #   accept-flood: A attached, a second frontend connecting and hanging up
 #             without pause: each refused and counted, none parks the
 #             workers (it used to park them per connection);
@@ -129,6 +132,8 @@ blocking-fd)
 	grep -q "fd is not an eventfd" "$DIR/log" || fail "the pipe was not refused as a call/error fd" ;;
 msg-flood)
 	grep -q "messages in 100 ms: read in step" "$DIR/log" || fail "the message budget did not act" ;;
+sparse-mem)
+	grep -q "more than the session may map" "$DIR/log" || fail "the sparse memory table was not refused" ;;
 accept-flood)
 	python3 -c 'import json,sys; p=json.loads(sys.argv[1])["ports"]; assert p[0]["errors"] > 100, p[0]' \
 		"$json" || fail "the second frontends were not counted as refused"

@@ -23,6 +23,7 @@
 #include <linux/virtio_net.h>
 
 #include "fake_fe.h"
+#include "ring/inflight.h"
 #include "vhost_user/internal.h"
 
 #define NET_FEATURES ((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX))
@@ -407,6 +408,52 @@ static int c_rem_reg_with_fd(struct fe *f)
 	return ret;
 }
 
+/* --- more of the frontend's files than the session may map (max_mem; a
+ * sparse file of terabytes would take the process's address space) */
+
+static int c_table_over_max_mem(struct fe *f)
+{
+	f->b->max_mem = FE_MEM_SIZE / 2;
+	return mem_table(f, f->gpa, FE_MEM_SIZE, 0, f->memfd);
+}
+
+static int c_add_reg_over_max_mem(struct fe *f)
+{
+	struct uvn_vu_mem_reg m = { 0 };
+
+	f->b->max_mem = vu_table_bytes(f->b->mem) + 4096;
+	m.region.guest_phys_addr = f->gpa + FE_MEM_SIZE;
+	m.region.memory_size = 8192;
+	m.region.userspace_addr = uva(f, 0) + FE_MEM_SIZE;
+	return fe_send(f, VHOST_USER_ADD_MEM_REG, V, &m, sizeof(m), &f->memfd, 1);
+}
+
+static int c_log_over_max_mem(struct fe *f)
+{
+	struct uvn_vu_log l = { .mmap_size = 4096, .mmap_offset = 0 };
+	int fd = memfd_create("log", MFD_CLOEXEC), ret;
+
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	f->b->max_mem = vu_table_bytes(f->b->mem);
+	ret = fe_send(f, VHOST_USER_SET_LOG_BASE, V, &l, sizeof(l), &fd, 1);
+	close(fd);
+	return ret;
+}
+
+static int c_inflight_over_max_mem(struct fe *f)
+{
+	struct uvn_vu_inflight d = { .num_queues = 1, .queue_size = 256 };
+	int fd = memfd_create("inflight", MFD_CLOEXEC), ret;
+
+	d.mmap_size = uvn_inflight_slice_size(256);
+	assert_int_equal(ftruncate(fd, (off_t)d.mmap_size), 0);
+	f->b->max_mem = vu_table_bytes(f->b->mem);
+	ret = fe_send(f, VHOST_USER_SET_INFLIGHT_FD, V, &d, sizeof(d), &fd, 1);
+	close(fd);
+	assert_null(f->b->inflight.reg.map);
+	return ret;
+}
+
 static const struct bad_case cases[] = {
 	{ "wrong payload size", READY, c_wrong_size, DROP, ST(err_size) },
 	{ "payload larger than the union", READY, c_beyond_union, DROP, ST(err_size) },
@@ -450,6 +497,11 @@ static const struct bad_case cases[] = {
 	{ "GET_CONFIG", READY, c_get_config, ALIVE, ST(err_feature) },
 	{ "SET_CONFIG", READY, c_set_config, ALIVE, ST(err_feature) },
 	{ "REM_MEM_REG with an fd", READY, c_rem_reg_with_fd, ALIVE, ST(fds_unused) },
+	{ "memory table over max_mem", FEATURES, c_table_over_max_mem, DROP, ST(err_mem) },
+	{ "ADD_MEM_REG over max_mem", READY, c_add_reg_over_max_mem, DROP, ST(err_mem) },
+	{ "dirty log over max_mem", READY, c_log_over_max_mem, DROP, ST(err_log) },
+	{ "in-flight region over max_mem", MEMORY, c_inflight_over_max_mem, ALIVE,
+	  ST(err_inflight) },
 };
 
 static void bring_up(struct fe *f, enum level lv)
@@ -528,6 +580,9 @@ static void test_bad_frontends(void **state)
 
 	(void)state;
 	fe_open(&other, FE_QUEUES, NET_FEATURES);
+	/* max_mem 0 in the config: the machine's physical memory */
+	assert_true(other.b->max_mem ==
+		    (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE));
 	fe_negotiate_qemu(&other, 256);
 	bdrv = fe_driver(&other, 1, 256);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)

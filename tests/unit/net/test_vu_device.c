@@ -117,9 +117,9 @@ static void test_cfg(void **state)
 
 	(void)state;
 	cfg_of(&r, &c);
-	c.reserved[7] = 1;
+	c.reserved[6] = 1;
 	assert_int_equal(uvn_dev_create(&c, &d), -EINVAL);
-	c.reserved[7] = 0;
+	c.reserved[6] = 0;
 	/* a callback of a later release this one does not know */
 	later.reserved[3] = &later;
 	c.ops = &later;
