@@ -242,27 +242,26 @@ static bool tx_segments(struct tap_queue *q, const struct uvn_gso *g, const stru
 	return all;
 }
 
-static bool tx_one(struct tap_port *t, struct tap_queue *q, const struct uvn_pkt *p)
+static bool tx_mtu_drop(struct tap_queue *q)
+{
+	uvn_stat_inc(&q->ts.tx_drops);
+	uvn_stat_inc(&q->ts.tx_mtu_drops);
+	return false;
+}
+
+/*
+ * A GSO frame goes out with the headers we parsed and checked (g->hdr),
+ * never the guest's own: with zero-copy they are still in its memory, and
+ * it may rewrite them between our check and the kernel's copy.
+ */
+static bool tx_gso(struct tap_port *t, struct tap_queue *q, const struct uvn_pkt *p)
 {
 	struct virtio_net_hdr_v1 h = p->vnet;
-	struct iovec iov[1 + UVN_PKT_MAX_SEGS];
+	struct iovec iov[2 + UVN_PKT_MAX_SEGS];
 	struct uvn_gso g;
+	unsigned n;
 	int err;
 
-	if (UVN_UNLIKELY(t->base.conf.mtu && !uvn_port_mtu_fits(p, t->base.conf.mtu))) {
-		uvn_stat_inc(&q->ts.tx_drops);
-		uvn_stat_inc(&q->ts.tx_mtu_drops);
-		return false;
-	}
-	iov[0] = (struct iovec){ &h, UVN_NET_HDR_LEN };
-	memcpy(iov + 1, p->seg, p->nseg * sizeof(*iov));
-	if (UVN_LIKELY(!uvn_hdr_is_gso(&p->vnet))) {
-		h.hdr_len = 0;
-		h.num_buffers = 0;
-		if (uvn_hdr_needs_csum(&h))
-			uvn_stat_inc(&q->ts.tx_csum);
-		return tap_write(q, iov, 1 + p->nseg, p->len);
-	}
 	/* The kernel checks GSO frames itself, but we pass on only what we
 	 * could have segmented: the same rules at every destination. */
 	err = uvn_gso_parse(p, &g);
@@ -272,10 +271,33 @@ static bool tx_one(struct tap_port *t, struct tap_queue *q, const struct uvn_pkt
 		uvn_stat_inc(&q->ts.tx_gso_bad);
 		return false;
 	}
+	if (UVN_UNLIKELY(t->base.conf.mtu && !uvn_port_mtu_fits_gso(&g, p->len, t->base.conf.mtu)))
+		return tx_mtu_drop(q);
 	if (UVN_UNLIKELY(g.type == VIRTIO_NET_HDR_GSO_UDP_L4 && !t->uso))
 		return tx_segments(q, &g, p);
 	uvn_gso_vnet(&g, &h);
 	uvn_stat_inc(&q->ts.tx_gso);
+	iov[0] = (struct iovec){ &h, UVN_NET_HDR_LEN };
+	iov[1] = (struct iovec){ g.hdr, g.hdr_len };
+	n = slice(p, g.hdr_len, p->len - g.hdr_len, iov + 2);
+	return tap_write(q, iov, 2 + n, p->len);
+}
+
+static bool tx_one(struct tap_port *t, struct tap_queue *q, const struct uvn_pkt *p)
+{
+	struct virtio_net_hdr_v1 h = p->vnet;
+	struct iovec iov[1 + UVN_PKT_MAX_SEGS];
+
+	if (UVN_UNLIKELY(uvn_hdr_is_gso(&p->vnet)))
+		return tx_gso(t, q, p);
+	if (UVN_UNLIKELY(t->base.conf.mtu && !uvn_port_mtu_fits(p, t->base.conf.mtu)))
+		return tx_mtu_drop(q);
+	iov[0] = (struct iovec){ &h, UVN_NET_HDR_LEN };
+	memcpy(iov + 1, p->seg, p->nseg * sizeof(*iov));
+	h.hdr_len = 0;
+	h.num_buffers = 0;
+	if (uvn_hdr_needs_csum(&h))
+		uvn_stat_inc(&q->ts.tx_csum);
 	return tap_write(q, iov, 1 + p->nseg, p->len);
 }
 

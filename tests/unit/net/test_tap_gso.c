@@ -4,7 +4,9 @@
  * namespace of this process (unshare; skipped without CAP_NET_ADMIN): the
  * kernel's UDP GSO (USO) frames come in whole when it offers USO, into a
  * big buffer; our USO and partial-checksum frames written to the TAP are
- * taken by the kernel and delivered to a socket as the right datagrams.
+ * taken by the kernel and delivered to a socket as the right datagrams,
+ * with the headers we checked even when the sender rewrites its own after
+ * the check.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +26,8 @@
 #include <netinet/udp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include <cmocka.h>
 
@@ -45,6 +49,21 @@ struct fx {
 };
 
 static bool in_netns;
+
+/*
+ * A guest that rewrites its frame between the port's checks and the
+ * kernel's copy (with zero-copy the frame is still in its memory): the
+ * TAP port's writev finds the IPv4 length of the frame at rewrite_ip
+ * lying, when it is set.
+ */
+static uint8_t *rewrite_ip;
+
+ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+	if (rewrite_ip)
+		tf_put16(rewrite_ip + 2, 100);
+	return (ssize_t)syscall(SYS_writev, fd, iov, n);
+}
 
 static int group_setup(void **state)
 {
@@ -232,41 +251,60 @@ static struct uvn_pkt *peer_frame(struct fx *f, uint32_t payload, bool gso, uint
 	return p;
 }
 
-static void test_our_uso_and_partial_checksums_reach_a_socket(void **state)
+/* A UDP socket on our side of the TAP (198.18.9.1), port @port. */
+static int bound_socket(uint16_t port)
 {
-	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(9001) };
-	struct fx *f;
-	struct uvn_pkt *p[2];
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+
+	assert_true(s >= 0);
+	inet_pton(AF_INET, "198.18.9.1", &me.sin_addr);
+	assert_int_equal(bind(s, (struct sockaddr *)&me, sizeof(me)), 0);
+	return s;
+}
+
+/* Datagrams on @s for up to two seconds, @want at most: datagram i must be
+ * @sizes[i] bytes, those at @from[i]. @return how many came */
+static unsigned recv_datagrams(int s, unsigned want, const uint32_t *sizes, const uint8_t *const *from)
+{
 	uint8_t buf[2000];
 	unsigned got = 0;
+
+	for (int tries = 0; tries < 40 && got < want; tries++) {
+		struct pollfd pfd = { .fd = s, .events = POLLIN };
+		ssize_t r;
+
+		poll(&pfd, 1, 50);
+		while (got < want && (r = recv(s, buf, sizeof(buf), 0)) > 0) {
+			assert_int_equal(r, sizes[got]);
+			assert_memory_equal(buf, from[got], (size_t)r);
+			got++;
+		}
+	}
+	return got;
+}
+
+static void test_our_uso_and_partial_checksums_reach_a_socket(void **state)
+{
+	struct fx *f;
+	struct uvn_pkt *p[2];
 	int s;
 
 	(void)state;
 	if (!in_netns)
 		skip();
 	f = setup();
-	s = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-	inet_pton(AF_INET, "198.18.9.1", &me.sin_addr);
-	assert_int_equal(bind(s, (struct sockaddr *)&me, sizeof(me)), 0);
+	s = bound_socket(9001);
 	p[0] = peer_frame(f, 4500, true, 9001);  /* USO: five datagrams, the last 500 bytes */
 	p[1] = peer_frame(f, 777, false, 9001);  /* one datagram, checksum partial */
+	const uint8_t *p0 = (const uint8_t *)p[0]->buf + 42;
+	const uint8_t *from[] = { p0, p0 + 1000, p0 + 2000, p0 + 3000, p0 + 4000,
+				  (const uint8_t *)p[1]->buf + 42 };
+	static const uint32_t sizes[] = { 1000, 1000, 1000, 1000, 500, 777 };
+
 	assert_int_equal(f->port->ops->tx(f->port, 0, p, 2), 2);
 	assert_int_equal(tap_counter(f, "tx_err"), 0);
-	for (int tries = 0; tries < 40 && got < 6; tries++) {
-		struct pollfd pfd = { .fd = s, .events = POLLIN };
-		ssize_t r;
-
-		poll(&pfd, 1, 50);
-		while ((r = recv(s, buf, sizeof(buf), 0)) > 0) {
-			const struct uvn_pkt *src = got < 5 ? p[0] : p[1];
-			uint32_t off = 42 + (got < 5 ? got * 1000 : 0);
-
-			assert_int_equal(r, got < 4 ? 1000 : got == 4 ? 500 : 777);
-			assert_memory_equal(buf, (uint8_t *)src->buf + off, (size_t)r);
-			got++;
-		}
-	}
-	assert_int_equal(got, 6);
+	assert_int_equal(recv_datagrams(s, 6, sizes, from), 6);
 	if (tap_counter(f, "offload_flags") & TUN_USO4)
 		assert_int_equal(tap_counter(f, "tx_gso"), 1);
 	else
@@ -298,12 +336,39 @@ static void test_malformed_gso_not_written(void **state)
 	teardown_fx(f);
 }
 
+/* The rewrite comes too late: the kernel gets the headers we checked. */
+static void test_headers_rewritten_after_the_check(void **state)
+{
+	static const uint32_t sizes[] = { 1000, 1000, 1000, 1000, 500 };
+	const uint8_t *from[5];
+	struct fx *f;
+	struct uvn_pkt *p;
+	int s;
+
+	(void)state;
+	if (!in_netns)
+		skip();
+	f = setup();
+	s = bound_socket(9003);
+	p = peer_frame(f, 4500, true, 9003);
+	for (unsigned i = 0; i < 5; i++)
+		from[i] = (const uint8_t *)p->buf + 42 + i * 1000;
+	rewrite_ip = (uint8_t *)p->buf + 14;
+	assert_int_equal(f->port->ops->tx(f->port, 0, &p, 1), 1);
+	rewrite_ip = NULL;
+	assert_int_equal(recv_datagrams(s, 5, sizes, from), 5);
+	close(s);
+	uvn_pkt_free(p);
+	teardown_fx(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kernel_uso_comes_in_whole),
 		cmocka_unit_test(test_our_uso_and_partial_checksums_reach_a_socket),
 		cmocka_unit_test(test_malformed_gso_not_written),
+		cmocka_unit_test(test_headers_rewritten_after_the_check),
 	};
 	return cmocka_run_group_tests(tests, group_setup, NULL);
 }
