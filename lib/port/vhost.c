@@ -257,6 +257,8 @@ static void drop_connection(struct vhost_port *v)
 	v->fault_h.fd = -1;
 	uvn_timer_stop(v->loop, &v->pairs_h); /* a change for a guest that is gone */
 	uvn_dev_disconnect(v->dev); /* stops every queue through ring_ready() */
+	/* A RARP not sent yet announced this guest, not the next one. */
+	atomic_store_explicit(&v->rarp_pending, false, memory_order_relaxed);
 	set_session(v, NULL);
 	v->conn_h.fd = -1;
 	UVN_INFO("%s: frontend disconnected", v->base.name);

@@ -45,11 +45,22 @@ struct rig {
 	uint8_t *log;
 };
 
+/* A frontend connects to the port and sets it up as QEMU does. */
+static void rig_connect(struct rig *r)
+{
+	int sock = uvn_vu_connect(r->path);
+
+	assert_true(sock >= 0);
+	while (!r->v->be)
+		assert_true(uvn_loop_run_once(r->loop, 1000) >= 0);
+	fe_attach(&r->f, sock, r->v->be, NET_FEATURES);
+	fe_negotiate_qemu(&r->f, RING);
+}
+
 static void rig_open(struct rig *r)
 {
 	struct uvn_port_env env = { 0 };
 	struct uvn_vhost_port_cfg cfg = { .queues = 1 };
-	int sock;
 
 	memset(r, 0, sizeof(*r));
 	r->logfd = -1;
@@ -60,12 +71,7 @@ static void rig_open(struct rig *r)
 	cfg.path = r->path;
 	assert_int_equal(uvn_port_vhost_create(&cfg, &env, &r->port), 0);
 	r->v = (struct vhost_port *)r->port;
-	sock = uvn_vu_connect(r->path);
-	assert_true(sock >= 0);
-	while (!r->v->be)
-		assert_true(uvn_loop_run_once(r->loop, 1000) >= 0);
-	fe_attach(&r->f, sock, r->v->be, NET_FEATURES);
-	fe_negotiate_qemu(&r->f, RING);
+	rig_connect(r);
 }
 
 static void rig_close(struct rig *r)
@@ -330,6 +336,29 @@ static void test_rarp_waits_for_queue(void **state)
 	rig_close(&r);
 }
 
+/*
+ * A RARP still waiting when the frontend hangs up was that guest's: the
+ * guest of the next frontend on the port does not announce its MAC.
+ */
+static void test_rarp_goes_with_the_connection(void **state)
+{
+	struct uvn_pkt *pkts[4];
+	struct rig r;
+
+	(void)state;
+	rig_open(&r);
+	fe_vring_state(&r.f, VHOST_USER_SET_VRING_ENABLE, 1, 0);
+	assert_int_equal(send_rarp(&r, guest_mac), 0);
+	fe_close(&r.f);
+	while (r.v->be)
+		assert_true(uvn_loop_run_once(r.loop, 1000) >= 0);
+	rig_connect(&r);
+	assert_true(fe_ready(&r.f, 1));
+	assert_int_equal(port_rx(&r, pkts, 4), 0);
+	assert_int_equal(r.v->rarps, 0);
+	rig_close(&r);
+}
+
 static void no_ready(void *ctx, struct uvn_vu_queue *q, bool ready)
 {
 	(void)ctx;
@@ -381,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_notify_fields_logged),
 		cmocka_unit_test(test_rarp_injected),
 		cmocka_unit_test(test_rarp_waits_for_queue),
+		cmocka_unit_test(test_rarp_goes_with_the_connection),
 		cmocka_unit_test(test_rarp_not_offered),
 	};
 
