@@ -30,7 +30,7 @@ done
 [[ -x "$perf" && -x "$uvnetd" ]] || { echo "need --uvnet-perf and --uvnetd" >&2; exit 2; }
 
 uvn_test_init "$name"
-uvn_deps dpdk-dev librte-net-vhost23 librte-mempool-ring23 librte-net-virtio23
+uvn_deps dpdk-dev librte-net-vhost23 librte-mempool-ring23 librte-net-virtio23 gnuplot-nox
 command -v dpdk-testpmd >/dev/null || uvn_skip "dpdk-testpmd not found after installing dpdk-dev"
 
 # 1. JSON objects of every run

@@ -225,7 +225,8 @@ static void footnotes(const struct pt_opts *o, unsigned runs)
 	pt_table_legend(stdout);
 }
 
-static void print_table(const struct pt_opts *o, const struct pt_cfg *base, unsigned runs)
+/* @return 0, or -1 when the chart asked for could not be written */
+static int print_table(const struct pt_opts *o, const struct pt_cfg *base, unsigned runs)
 {
 	struct pt_bars plot;
 
@@ -260,8 +261,7 @@ static void print_table(const struct pt_opts *o, const struct pt_cfg *base, unsi
 		if (wanted(o, i))
 			print_row(i, runs, &plot);
 	footnotes(o, runs);
-	if (o->plot_dir)
-		pt_plot_bars(o, &plot);
+	return o->plot_dir ? pt_plot_bars(o, &plot) : 0;
 }
 
 int pt_compare_dpdk(const struct pt_opts *o)
@@ -296,7 +296,7 @@ int pt_compare_dpdk(const struct pt_opts *o)
 		for (unsigned p = 0; wanted(o, i) && p < NPAIRS; p++)
 			for (unsigned k = 0; k < runs; k++)
 				bad |= res[i][p][k].status == PT_ERR;
-	if (!o->json)
-		print_table(o, &base, runs);
+	if (!o->json && print_table(o, &base, runs))
+		bad = true;
 	return bad;
 }

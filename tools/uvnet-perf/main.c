@@ -50,6 +50,11 @@ int main(int argc, char **argv)
 		free(args);
 		return r < 0 ? 2 : 0;
 	}
+	/* Before minutes of measuring, not after them. */
+	if (o.plot_dir && pt_need(&o, "gnuplot", "gnuplot-nox")) {
+		free(args);
+		return 2;
+	}
 	memcpy(o.cmdline, cmdline, sizeof(o.cmdline));
 	if (o.json)
 		pt_json_metadata(stdout, &o, argc, args);

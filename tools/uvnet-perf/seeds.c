@@ -328,7 +328,5 @@ int pt_suite_seeds(const struct pt_opts *o)
 		pt_subtitle(plot.subtitle, sizeof(plot.subtitle), what, before);
 	}
 	print_table(o, runs, &plot);
-	if (o->plot_dir)
-		pt_plot_bars(o, &plot);
-	return 0;
+	return o->plot_dir && pt_plot_bars(o, &plot) ? 1 : 0;
 }

@@ -96,7 +96,7 @@ static const struct {
 };
 #define TOUR_N (sizeof(tour) / sizeof(tour[0]))
 
-static void plot_default(const struct pt_opts *o, const struct pt_result *r)
+static int plot_default(const struct pt_opts *o, const struct pt_result *r)
 {
 	static const unsigned sizes[] = { 64, 1518, 65535 };
 	struct pt_bars gb, cpu;
@@ -135,8 +135,7 @@ static void plot_default(const struct pt_opts *o, const struct pt_result *r)
 		}
 	}
 	gb.ngroups = cpu.ngroups = 3;
-	pt_plot_bars(o, &gb);
-	pt_plot_bars(o, &cpu);
+	return pt_plot_bars(o, &gb) | pt_plot_bars(o, &cpu);
 }
 
 int pt_suite_default(const struct pt_opts *o)
@@ -175,8 +174,8 @@ int pt_suite_default(const struct pt_opts *o)
 		pt_table_legend(stdout);
 		pt_table_flags(stdout, r, TOUR_N);
 	}
-	if (o->plot_dir)
-		plot_default(o, r);
+	if (o->plot_dir && plot_default(o, r))
+		bad = 1;
 	return bad;
 }
 
