@@ -80,8 +80,12 @@ netns_move() {
 	ip link set "$2" netns "$1" || uvn_die "cannot move $2 into $1"
 }
 
+# The peer answers and never asks: a neighbour it learnt stays in DELAY
+# instead of being probed 5 s after its first use, so the peer sends
+# nothing of its own (an ARP probe) while a guest reads its final counters.
 netns_addr() {
 	ip -n "$1" addr add "$3" dev "$2" || uvn_die "cannot add $3 to $2 in $1"
+	netns_exec "$1" sysctl -qw "net.ipv4.neigh.$2.delay_first_probe_time=600"
 	ip -n "$1" link set "$2" up
 }
 
