@@ -38,6 +38,11 @@ struct uvn_port_stats {
 
 extern const struct uvn_stat_desc uvn_port_stats_desc[];
 
+/* rx_fd of a queue that runs without an fd: a vhost-user ring whose
+ * frontend gave no kick fd (VHOST_USER_VRING_NOFD_MASK), which the
+ * protocol says means "poll this ring". */
+#define UVN_PORT_RX_POLL (-2)
+
 struct uvn_port_ops {
 	const char *kind;
 	/* Frames in from queue @q. @return packets stored in @pkts (caller owns them). */
@@ -50,7 +55,9 @@ struct uvn_port_ops {
 	/* Queues ready for traffic right now (0 while a guest is not connected). */
 	unsigned (*nqueues)(struct uvn_port *p);
 	/* Optional, event mode: an fd that is readable when rx queue @q has
-	 * frames (-1: none), and what to do with it before draining the queue. */
+	 * frames (-1: none, the queue does not run; UVN_PORT_RX_POLL: it runs
+	 * with nothing to wait on, poll it), and what to do with it before
+	 * draining the queue. */
 	int (*rx_fd)(struct uvn_port *p, unsigned q);
 	void (*rx_event)(struct uvn_port *p, unsigned q);
 	/* Optional: @n data-path threads will send on this port. */

@@ -176,7 +176,10 @@ static bool vhost_arm(struct uvn_port *port, unsigned q)
 
 static int vhost_rx_fd(struct uvn_port *port, unsigned q)
 {
-	return uvn_dev_kick_fd(((struct vhost_port *)port)->dev, q);
+	const struct uvn_dev *d = ((struct vhost_port *)port)->dev;
+	int fd = uvn_dev_kick_fd(d, q);
+
+	return fd < 0 && uvn_dev_netq_const(d, 2 * q + 1) ? UVN_PORT_RX_POLL : fd;
 }
 
 /* A kick: count it, and ask for no more while we drain the ring. */

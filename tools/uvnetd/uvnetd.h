@@ -83,6 +83,10 @@ struct uvnetd_src {
 	struct uvn_handler h;         /* event mode: our dup of its kick (or TAP) fd */
 	bool busy;                    /* event mode: has more, served again next round */
 	bool held;                    /* left unread for its port's max-kpps */
+	/* Event mode, a queue nothing signals (UVN_PORT_RX_POLL): always
+	 * busy; found empty, it dozes: like a held one, it lets the worker
+	 * sleep HELD_SLEEP_MS before its next look. */
+	bool polled, dozing;
 	uint64_t served;              /* the worker's round that last served it */
 	/* The port's ingress limit, this queue's share: a token bucket in
 	 * picoseconds of credit (worker.c). cost_ps 0: no limit. */
@@ -106,6 +110,7 @@ struct uvnetd_worker {
 	unsigned nsrcs;
 	unsigned nbusy;               /* srcs with busy set */
 	unsigned nheld;               /* srcs with held set (each is busy too) */
+	unsigned ndozing;             /* srcs with dozing set (each is busy too) */
 	uint64_t round;               /* event mode: rounds (epoll waits) so far */
 	/* Poll mode: where its CPU went, in uvn_cycles() (uvn_stat). A round
 	 * that brought in (or generated) a frame is busy, else idle, as OVS counts

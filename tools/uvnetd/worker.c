@@ -122,18 +122,30 @@ static void set_busy(struct uvnetd_src *s, bool busy)
  * notifications re-armed; otherwise (budget spent, or frames came while
  * re-arming) it stays on the busy list for the next round, instead of
  * holding this one. */
+static void set_dozing(struct uvnetd_src *s, bool dozing)
+{
+	if (s->dozing != dozing)
+		s->w->ndozing += dozing ? 1 : -1u;
+	s->dozing = dozing;
+}
+
 static void serve(struct uvnetd_src *s)
 {
 	unsigned max = allowance(s);
+	bool more;
 
 	s->served = s->w->round;
 	set_busy(s, true);
 	set_held(s, !max);
+	set_dozing(s, false);
 	if (!max)
 		return;
 	if (max > EVENT_BUDGET * BURST)
 		max = EVENT_BUDGET * BURST;
-	set_busy(s, drain(s->w, s, max) || !s->p->ops->arm(s->p, s->q));
+	more = drain(s->w, s, max) || !s->p->ops->arm(s->p, s->q);
+	/* Nothing will wake us for a polled queue: it stays on the list. */
+	set_busy(s, more || s->polled);
+	set_dozing(s, !more && s->polled);
 }
 
 static void on_src(struct uvn_handler *h, uint32_t events)
@@ -242,7 +254,8 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		w->round++;
-		uvn_loop_run_once(w->loop, !w->nbusy ? -1 : w->nbusy > w->nheld ? 0 : HELD_SLEEP_MS);
+		uvn_loop_run_once(w->loop, !w->nbusy ? -1
+					   : w->nbusy > w->nheld + w->ndozing ? 0 : HELD_SLEEP_MS);
 		serve_busy(w);
 	}
 	return NULL;
@@ -314,6 +327,7 @@ static void release_srcs(struct uvnetd_worker *w)
 	w->nsrcs = 0;
 	w->nbusy = 0;
 	w->nheld = 0;
+	w->ndozing = 0;
 }
 
 /* Event mode: sleep on queue @s's fd. The port's fd is the port's (a vhost
@@ -373,6 +387,7 @@ void uvnetd_assign(struct uvnetd *d)
 			*s = (struct uvnetd_src){ .p = p, .q = q, .w = w, .h.fd = -1 };
 			limit_src(s, nq);
 			fd = p->ops->rx_fd ? p->ops->rx_fd(p, q) : -1;
+			s->polled = !polling && fd == UVN_PORT_RX_POLL;
 			if (!polling && fd >= 0)
 				watch_src(s, fd);
 		}

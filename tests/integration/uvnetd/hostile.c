@@ -9,6 +9,8 @@
  *                                uvnetd closed while a worker watched them)
  *   hostile fulltx SOCK SECS     keep the TX ring full: avail->idx =
  *                                used->idx + num, over and over
+ *   hostile polled SOCK SECS     a TX ring without a kick fd (NOFD: poll
+ *                                me), never kicked, 64 frames out at a time
  *   hostile honest SOCK_B SOCK_C SECS
  *                                two honest drivers: B broadcasts, C must
  *                                receive throughout (no gap of a second),
@@ -188,29 +190,38 @@ static int kickswap(const char *path, unsigned secs)
 	return 0;
 }
 
+/* Offer TX descriptors (each one frame) until @n are out: every one
+ * uvnetd handed back since is offered again. @return false if none was. */
+static bool offer(struct guest *g, uint16_t *next, unsigned n)
+{
+	struct vring_avail *avail = (struct vring_avail *)(g->mem + RING_OFF(1) + AVAIL_OFF);
+	struct vring_used *used = (struct vring_used *)(g->mem + RING_OFF(1) + USED_OFF);
+	uint16_t target = (uint16_t)(le16toh(__atomic_load_n(&used->idx, __ATOMIC_ACQUIRE)) + n);
+
+	if (*next == target)
+		return false;
+	for (; *next != target; (*next)++)
+		avail->ring[*next % NUM] = htole16(*next % NUM);
+	/* The entries before the index that exposes them. */
+	__atomic_store_n(&avail->idx, htole16(*next), __ATOMIC_RELEASE);
+	return true;
+}
+
 /* Finding 5: a ring that is never empty. Every descriptor carries one
  * frame; whatever uvnetd hands back is offered again at once. */
 static int fulltx(const char *path, unsigned secs)
 {
 	struct guest g;
-	struct vring_avail *avail;
 	struct vring_used *used;
 	uint64_t end = now_ms() + secs * 1000ull;
 	uint16_t next = 0;
 	bool said = false;
 
 	guest_open(&g, path);
-	avail = (struct vring_avail *)(g.mem + RING_OFF(1) + AVAIL_OFF);
 	used = (struct vring_used *)(g.mem + RING_OFF(1) + USED_OFF);
 	while (now_ms() < end) {
-		uint16_t target = (uint16_t)(le16toh(__atomic_load_n(&used->idx, __ATOMIC_ACQUIRE)) + NUM);
-
-		if (next == target)
+		if (!offer(&g, &next, NUM))
 			continue;
-		for (; next != target; next++)
-			avail->ring[next % NUM] = htole16(next % NUM);
-		/* The entries before the index that exposes them. */
-		__atomic_store_n(&avail->idx, htole16(next), __ATOMIC_RELEASE);
 		/* A kick only when asked for: no syscall slows the refill. */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		if (!(le16toh(__atomic_load_n(&used->flags, __ATOMIC_ACQUIRE)) & VRING_USED_F_NO_NOTIFY))
@@ -219,6 +230,24 @@ static int fulltx(const char *path, unsigned secs)
 			ready();
 			said = true;
 		}
+	}
+	return 0;
+}
+
+/* A frontend that polls: its TX ring has no kick fd (NOFD), which asks
+ * the backend to poll it too, and is never kicked. 64 frames at a time. */
+static int polled(const char *path, unsigned secs)
+{
+	struct guest g;
+	uint64_t end = now_ms() + secs * 1000ull;
+	uint16_t next = 0;
+
+	guest_open(&g, path);
+	check(uvn_vu_fe_set_vring_kick(g.fe, 1, -1), "SET_VRING_KICK NOFD");
+	ready();
+	while (now_ms() < end && !uvn_vu_fe_check(g.fe)) {
+		offer(&g, &next, 64);
+		usleep(1000);
 	}
 	return 0;
 }
@@ -421,6 +450,8 @@ int main(int argc, char **argv)
 		return kickswap(argv[2], (unsigned)atoi(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "fulltx"))
 		return fulltx(argv[2], (unsigned)atoi(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "polled"))
+		return polled(argv[2], (unsigned)atoi(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "filter"))
 		return filter(argv[2], argv[3]);
 	if (argc == 5 && (!strcmp(argv[1], "honest") || !strcmp(argv[1], "exact")))

@@ -13,6 +13,9 @@
 #   fulltx-limit: the same against A's port with max-kpps=20: A's frames
 #             come in at no more than 20k/s (counted, from outside), the
 #             held-back spells are counted as policed.
+#   polled:   A's TX ring has no kick fd (NOFD: the frontend polls, and
+#             asks the backend to) and is never kicked: in event mode
+#             uvnetd polls it, A's frames come in all along;
 # and through bench's uvnet-hostile (its attack names):
 #   packed-batch: packed + IN_ORDER TX and control rings re-armed behind
 #             the device's back (finding 1), kicked without pause: a queue
@@ -67,7 +70,7 @@ for _ in $(seq 100); do [[ -S "$DIR/ctl.sock" ]] && break; sleep 0.05; done
 [[ -S "$DIR/ctl.sock" ]] || fail "uvnetd did not start"
 
 case $MODE in
-kickswap | fulltx) "$HOSTILE" "$MODE" "$DIR/a.sock" 15 >"$DIR/hostile.out" 2>&1 & ;;
+kickswap | fulltx | polled) "$HOSTILE" "$MODE" "$DIR/a.sock" 15 >"$DIR/hostile.out" 2>&1 & ;;
 fulltx-limit) "$HOSTILE" fulltx "$DIR/a.sock" 15 >"$DIR/hostile.out" 2>&1 & ;;
 *) "$UVNET_HOSTILE" --socket "$DIR/a.sock" --attack "$MODE" --seconds 15 >"$DIR/hostile.out" 2>&1 & ;;
 esac
@@ -111,6 +114,9 @@ case $MODE in
 fulltx)	# A's frames came in all along, beside B's
 	python3 -c 'import json,sys; p=json.loads(sys.argv[1])["ports"]; assert p[0]["rx_packets"] > 10000, p[0]' \
 		"$json" || fail "A's full ring was not served" ;;
+polled)	# nothing wakes uvnetd for A's frames: it looks at A's ring all along
+	python3 -c 'import json,sys; p=json.loads(sys.argv[1])["ports"]; assert p[0]["rx_packets"] > 1000, p[0]' \
+		"$json" || fail "A's ring without a kick fd was not polled" ;;
 fulltx-limit)
 	# An upper bound only (a slow machine takes in less, never more): the
 	# rate over the interval, plus each of A's 2 queues' 10 ms of savings
