@@ -330,13 +330,17 @@ static void do_switch(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_po
 
 	w->nviews = 0;
 	for (unsigned i = 0; i < n; i++) {
-		const uint8_t *mac = frame_macs(pkts[i]);
+		const uint8_t *frame = frame_macs(pkts[i]);
 		uint16_t dst = UVN_FDB_NO_PORT;
+		uint8_t mac[UVN_ETH_HLEN];
 
-		if (!mac) {
+		if (!frame) {
 			uvn_pkt_free(pkts[i]);
 			continue;
 		}
+		/* One read of what a zero-copy sender may still rewrite: what
+		 * is tested (multicast?) is what is learnt and looked up. */
+		memcpy(mac, frame, sizeof(mac));
 		/* The one test the frames of a switch without VLANs pay. */
 		if (UVN_UNLIKELY(vlans | has_tag(mac))) {
 			if (switch_vlan(f, w, in, pkts[i], mac, now))

@@ -117,7 +117,7 @@ static bool decide(const struct uvn_rx_filter *f, uint32_t fl, const uint8_t *ds
 	k = key(dst);
 	if (k == 0xffffffffffffull)
 		return !(fl & UVN_RXF_NOBCAST);
-	if (dst[0] & 1) {
+	if (k >> 40 & 1) { /* multicast, from the one read of dst: a sender may rewrite it */
 		if (fl & (UVN_RXF_ALLMULTI | UVN_RXF_NOMULTI))
 			return !(fl & UVN_RXF_NOMULTI);
 		return in_table(f->multi, atomic_load_explicit(&f->nmulti, RELAXED), k);
