@@ -118,10 +118,6 @@ static void set_busy(struct uvnetd_src *s, bool busy)
 	s->busy = busy;
 }
 
-/* Event mode: one round's worth of queue @s. Empty, it sleeps with
- * notifications re-armed; otherwise (budget spent, or frames came while
- * re-arming) it stays on the busy list for the next round, instead of
- * holding this one. */
 static void set_dozing(struct uvnetd_src *s, bool dozing)
 {
 	if (s->dozing != dozing)
@@ -129,6 +125,10 @@ static void set_dozing(struct uvnetd_src *s, bool dozing)
 	s->dozing = dozing;
 }
 
+/* Event mode: one round's worth of queue @s. Empty, it sleeps with
+ * notifications re-armed; otherwise (budget spent, or frames came while
+ * re-arming) it stays on the busy list for the next round, instead of
+ * holding this one. */
 static void serve(struct uvnetd_src *s)
 {
 	unsigned max = allowance(s);
