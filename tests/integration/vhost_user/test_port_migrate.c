@@ -305,6 +305,14 @@ static void test_rarp_injected(void **state)
 	rig_close(&r);
 }
 
+/* A port whose frontend asked for a RARP while rx queue 0 is disabled. */
+static void rig_rarp_waiting(struct rig *r)
+{
+	rig_open(r);
+	fe_vring_state(&r->f, VHOST_USER_SET_VRING_ENABLE, 1, 0);
+	assert_int_equal(send_rarp(r, guest_mac), 0);
+}
+
 /*
  * QEMU's first announce round may come before the destination's rings
  * run: the RARP waits for rx queue 0 to be ready. A multicast "MAC" is no
@@ -317,9 +325,7 @@ static void test_rarp_waits_for_queue(void **state)
 	struct rig r;
 
 	(void)state;
-	rig_open(&r);
-	fe_vring_state(&r.f, VHOST_USER_SET_VRING_ENABLE, 1, 0);
-	assert_int_equal(send_rarp(&r, guest_mac), 0);
+	rig_rarp_waiting(&r);
 	assert_int_equal(port_rx(&r, pkts, 4), 0);
 	fe_vring_state(&r.f, VHOST_USER_SET_VRING_ENABLE, 1, 1);
 	assert_int_equal(port_rx(&r, pkts, 4), 1);
@@ -346,9 +352,7 @@ static void test_rarp_goes_with_the_connection(void **state)
 	struct rig r;
 
 	(void)state;
-	rig_open(&r);
-	fe_vring_state(&r.f, VHOST_USER_SET_VRING_ENABLE, 1, 0);
-	assert_int_equal(send_rarp(&r, guest_mac), 0);
+	rig_rarp_waiting(&r);
 	fe_close(&r.f);
 	while (r.v->be)
 		assert_true(uvn_loop_run_once(r.loop, 1000) >= 0);
