@@ -110,7 +110,8 @@ struct uvn_dev_cfg {
 				      *   control-queue bits need @c ctrl or 2+ pairs */
 	uint64_t protocol_features;  /**< vhost-user protocol features offered; 0: every one the
 				      *   backend speaks */
-	uint32_t mtu;                /**< offer NET_MTU and take the frontend's MTU up to this; 0: not */
+	uint32_t mtu;                /**< offer NET_MTU and take the frontend's MTU up to this, and
+				      *   deliver no GSO frame whose segments exceed it; 0: not */
 	unsigned rx_pkts;            /**< packets per guest TX ring for the frames it sends; 0: 2048 */
 	enum uvn_dev_zc zerocopy;    /**< see uvn_dev_set_zerocopy() */
 	uint32_t zc_min;

@@ -237,6 +237,11 @@ unsigned uvn_gso_ip_version(const uint8_t *frame, uint32_t len)
 	return et == ETH_P_IP ? 4 : et == ETH_P_IPV6 ? 6 : 0;
 }
 
+bool uvn_gso_fits_mtu(const struct uvn_gso *g, uint32_t len, uint32_t mtu)
+{
+	return len <= mtu + UVN_ETH_HLEN || (uint32_t)(g->hdr_len - g->l3_off) + g->mss <= mtu;
+}
+
 bool uvn_gso_guest_ok(const struct uvn_gso *g, uint64_t features)
 {
 	return uvn_gso_type_ok(features, (uint8_t)(g->type | (g->cwr ? VIRTIO_NET_HDR_GSO_ECN : 0)),

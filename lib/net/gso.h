@@ -63,6 +63,14 @@ const char *uvn_gso_strerror(int err);
 int uvn_gso_parse(const struct uvn_pkt *p, struct uvn_gso *g);
 
 /*
+ * Does each segment of the parsed GSO frame @g (@len bytes with its
+ * Ethernet header) fit an MTU of @mtu L3 bytes: its L3 and L4 headers plus
+ * gso_size? A frame short enough to go unsegmented fits as it is. Linux's
+ * rule for a forwarded GSO packet (skb_gso_validate_network_len()).
+ */
+bool uvn_gso_fits_mtu(const struct uvn_gso *g, uint32_t len, uint32_t mtu);
+
+/*
  * May a driver that negotiated @features receive a frame of @gso_type (the
  * ECN bit included) carrying IP version @ip_version (4 or 6) unsegmented?
  * The one answer for both sides: the device before it passes a GSO frame

@@ -40,11 +40,6 @@ static bool tagged(const struct uvn_pkt *p)
 	return type == TPID_8021Q || type == TPID_8021AD;
 }
 
-bool uvn_port_mtu_fits_gso(const struct uvn_gso *g, uint32_t len, uint32_t mtu)
-{
-	return len <= mtu + UVN_ETH_HLEN || (uint32_t)(g->hdr_len - g->l3_off) + g->mss <= mtu;
-}
-
 bool uvn_port_mtu_fits(const struct uvn_pkt *p, uint32_t mtu)
 {
 	struct uvn_gso g;
@@ -52,7 +47,7 @@ bool uvn_port_mtu_fits(const struct uvn_pkt *p, uint32_t mtu)
 	if (UVN_LIKELY(p->len <= mtu + UVN_ETH_HLEN))
 		return true;
 	if (uvn_hdr_is_gso(&p->vnet))
-		return uvn_gso_parse(p, &g) == UVN_GSO_OK && uvn_port_mtu_fits_gso(&g, p->len, mtu);
+		return uvn_gso_parse(p, &g) == UVN_GSO_OK && uvn_gso_fits_mtu(&g, p->len, mtu);
 	return p->len <= mtu + UVN_ETH_HLEN + (tagged(p) ? VLAN_HLEN : 0);
 }
 

@@ -220,10 +220,6 @@ int uvn_port_tap_set_mtu(struct uvn_port *p, uint32_t mtu);
  * plus gso_size).
  */
 bool uvn_port_mtu_fits(const struct uvn_pkt *p, uint32_t mtu);
-struct uvn_gso;
-/* The same for a GSO frame of @len bytes already parsed into @g, so the
- * check and the delivery read one copy of its headers. */
-bool uvn_port_mtu_fits_gso(const struct uvn_gso *g, uint32_t len, uint32_t mtu);
 /* Keep the frames of @pkts that fit, in order; free the others and add
  * them to *@dropped (uvn_stat_add: the caller's thread owns it).
  * @return frames kept */

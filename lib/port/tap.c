@@ -271,7 +271,7 @@ static bool tx_gso(struct tap_port *t, struct tap_queue *q, const struct uvn_pkt
 		uvn_stat_inc(&q->ts.tx_gso_bad);
 		return false;
 	}
-	if (UVN_UNLIKELY(t->base.conf.mtu && !uvn_port_mtu_fits_gso(&g, p->len, t->base.conf.mtu)))
+	if (UVN_UNLIKELY(t->base.conf.mtu && !uvn_gso_fits_mtu(&g, p->len, t->base.conf.mtu)))
 		return tx_mtu_drop(q);
 	if (UVN_UNLIKELY(g.type == VIRTIO_NET_HDR_GSO_UDP_L4 && !t->uso))
 		return tx_segments(q, &g, p);

@@ -73,7 +73,8 @@ struct uvn_netdev_q_stats {
 	uint64_t gso_segs;     /* rx: segments of those delivered */
 	uint64_t drop_gso_hdr; /* rx: GSO frame whose headers are malformed or truncated */
 	uint64_t drop_gso_len; /* rx: GSO frame whose IP length lies */
-	uint64_t drop_gso_size;/* rx: GSO frame with gso_size 0 or out of range */
+	uint64_t drop_gso_size;/* rx: GSO frame with gso_size 0 or out of range, or with
+				* segments over gso_mtu */
 	uint64_t drop_csum;    /* rx: csum_start/csum_offset not the L4 checksum, or out of range */
 };
 
@@ -104,6 +105,11 @@ struct uvn_netdev_q {
 	/* Control queue: the device's receive filter its commands set
 	 * (NULL: acknowledged only). Set after uvn_netdev_q_init. */
 	struct uvn_rx_filter *filter;
+	/* rx: GSO frames whose segments exceed this MTU (L3 bytes) are not
+	 * delivered, 0: no limit. Checked on the parse the delivery uses: a
+	 * check before it (the port's mtu=) read headers a zero-copy sender
+	 * may have rewritten since. */
+	uint32_t gso_mtu;
 	unsigned long_left;        /* over-long chains this call may still drop */
 	struct iovec iov[UVN_NETDEV_MAX_IOV];
 	struct uvn_netdev_q_stats st;

@@ -406,6 +406,11 @@ static int rx_gso(struct uvn_netdev_q *q, const struct uvn_pkt *p)
 		count_gso_err(q, r);
 		return RX_DROP;
 	}
+	if (UVN_UNLIKELY(q->gso_mtu && !uvn_gso_fits_mtu(&g, p->len, q->gso_mtu))) {
+		uvn_stat_inc(&q->st.drop_gso_size);
+		UVN_LOG_PEER("GSO frame dropped: its segments exceed the MTU (%u)", q->gso_mtu);
+		return RX_DROP;
+	}
 	if (uvn_gso_guest_ok(&g, q->features)) {
 		/* The headers from the copy that was checked, not again from the
 		 * packet: its bytes may be the sending guest's memory (zero-copy),

@@ -131,6 +131,8 @@ static void ring_start(struct uvn_dev *d, struct dev_ring *s, unsigned ring,
 	s->suppressed_base = uvn_stat_read(&uvn_vq_dev_stats(q->vq)->notify_suppressed);
 	uvn_netdev_q_init(&s->nq, q->vq, d->features, guest_tx);
 	s->nq.filter = d->filter; /* the control queue's commands set it */
+	if (!guest_tx)
+		s->nq.gso_mtu = d->mtu;
 	s->nq.notify = notify_driver;
 	s->nq.notify_ctx = s;
 	/* Paused and resumed around any change of the dirty log: decided here. */
@@ -230,6 +232,8 @@ static int attach(struct uvn_dev *d, int fd)
 
 	if (r)
 		close(fd); /* the session owns it only once it exists */
+	else
+		d->mtu = d->cfg.mtu;
 	return r;
 }
 

@@ -36,6 +36,7 @@ struct uvn_dev {
 	bool has_ctrl;
 	struct uvn_vu_backend *be;  /* the session, NULL without one */
 	uint64_t features;          /* the frontend's, last set */
+	uint32_t mtu;               /* cfg.mtu when the session began */
 	struct uvn_rx_filter *filter;
 	struct dev_ring rx[UVN_DEV_MAX_QUEUE_PAIRS]; /* guest RX rings */
 	struct dev_ring tx[UVN_DEV_MAX_QUEUE_PAIRS]; /* guest TX rings */

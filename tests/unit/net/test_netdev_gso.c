@@ -167,6 +167,40 @@ static void test_passthrough_uses_validated_headers(void **state)
 	teardown_fx(fx);
 }
 
+/*
+ * A device with an MTU (a port's mtu=) takes a GSO frame only when each of
+ * its segments fits, judged on the headers it delivers: a check made before
+ * (the port's) read headers the sender may have grown since. 40 bytes of
+ * IPv4 and TCP headers + 1448 fit 1500 (passed on, or segmented for a guest
+ * without TSO); 16 bytes of TCP options more do not.
+ */
+static void test_segments_over_the_mtu_dropped(void **state)
+{
+	static const uint64_t feats[] = { BASE | MRG | GCSUM | TSO4, BASE | MRG };
+	struct tf_opts fit = { .mss = 1448 }, over = { .mss = 1448, .tcp_opt_words = 4 };
+	struct uvn_vq_done done[8];
+	struct tf_layout l;
+
+	(void)state;
+	for (unsigned i = 0; i < 2; i++) {
+		struct ndf *fx = setup(feats[i], false);
+		struct uvn_pkt *p = gso_pkt(fx, 4000, &over, &l);
+
+		fx->q.gso_mtu = 1500;
+		guest_post(fx, 8, 1526);
+		assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 0);
+		assert_int_equal(fx->q.st.drop_gso_size, 1);
+		assert_int_equal(tq_take(&fx->ring, done, 8), 0);
+		uvn_pkt_free(p);
+		p = gso_pkt(fx, 4000, &fit, &l);
+		assert_int_equal(uvn_netdev_rx(&fx->q, &p, 1), 1);
+		assert_int_equal(fx->q.st.packets, i ? 3 : 1);
+		assert_int_equal(fx->q.st.drop_gso_size, 1);
+		uvn_pkt_free(p);
+		teardown_fx(fx);
+	}
+}
+
 /* The first @n of @total segments reached the guest: each one checked. */
 static void check_first_segments(struct ndf *fx, const struct uvn_pkt *p,
 				 const struct tf_layout *l, const struct tf_opts *o, unsigned n,
@@ -454,6 +488,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_passthrough_mergeable),
 		cmocka_unit_test(test_passthrough_uses_validated_headers),
+		cmocka_unit_test(test_segments_over_the_mtu_dropped),
 		cmocka_unit_test(test_segmented_partial_for_guest_csum),
 		cmocka_unit_test(test_segmented_full_checksums_without_guest_csum),
 		cmocka_unit_test(test_uso_passthrough_needs_guest_uso),
