@@ -320,9 +320,40 @@ __attribute__((noinline)) static bool switch_vlan(struct uvn_fwd *f, struct uvn_
 	return true;
 }
 
+/* The last decision of a burst, for the next frame with the same
+ * addresses: a burst from one port is mostly one flow. */
+struct fwd_memo {
+	uint8_t macs[12];
+	uint16_t dst;
+	bool valid;
+};
+
+/* Learn the source of the untagged frame @mac from @in and look up its
+ * destination. @return the port, UVN_FDB_NO_PORT (flood), or -1: the
+ * source is over its port's mac-limit */
+static int untagged_dst(struct uvn_fwd *f, struct uvn_port *in, const uint8_t *mac, uint64_t now,
+			struct fwd_memo *m)
+{
+	uint16_t dst = UVN_FDB_NO_PORT;
+
+	if (m->valid && !memcmp(mac, m->macs, sizeof(m->macs)))
+		return m->dst;
+	if (!uvn_mac_is_multicast(mac + 6) &&
+	    UVN_UNLIKELY(uvn_fdb_learn(&f->fdb, uvn_fdb_key(0, uvn_mac_key(mac + 6)), in->id, now) ==
+			 UVN_FDB_LIMITED))
+		return -1;
+	if (!uvn_mac_is_multicast(mac))
+		dst = uvn_fdb_lookup(&f->fdb, uvn_fdb_key(0, uvn_mac_key(mac)), now);
+	memcpy(m->macs, mac, sizeof(m->macs));
+	m->dst = dst;
+	m->valid = true;
+	return dst;
+}
+
 static void do_switch(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_port *in,
 		      struct uvn_pkt **pkts, unsigned n)
 {
+	struct fwd_memo memo = { .valid = false };
 	struct uvn_fwd_out *out = w->out;
 	uint64_t now = uvn_now_ns();
 	bool vlans = f->vlans;
@@ -331,8 +362,8 @@ static void do_switch(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_po
 	w->nviews = 0;
 	for (unsigned i = 0; i < n; i++) {
 		const uint8_t *frame = frame_macs(pkts[i]);
-		uint16_t dst = UVN_FDB_NO_PORT;
 		uint8_t mac[UVN_ETH_HLEN];
+		int dst;
 
 		if (!frame) {
 			uvn_pkt_free(pkts[i]);
@@ -349,22 +380,19 @@ static void do_switch(struct uvn_fwd *f, struct uvn_fwd_worker *w, struct uvn_po
 				uvn_pkt_free(pkts[i]);
 			continue;
 		}
-		if (!uvn_mac_is_multicast(mac + 6) &&
-		    UVN_UNLIKELY(uvn_fdb_learn(&f->fdb, uvn_fdb_key(0, uvn_mac_key(mac + 6)), in->id,
-					       now) == UVN_FDB_LIMITED)) {
+		dst = untagged_dst(f, in, mac, now, &memo);
+		if (UVN_UNLIKELY(dst < 0)) {
 			uvn_stat_inc(&w->st.limit_dropped);
 			uvn_pkt_free(pkts[i]);
 			continue;
 		}
-		if (!uvn_mac_is_multicast(mac))
-			dst = uvn_fdb_lookup(&f->fdb, uvn_fdb_key(0, uvn_mac_key(mac)), now);
 		if (dst == in->id) {
 			uvn_stat_inc(&w->st.filtered);
 			uvn_pkt_free(pkts[i]);
 			continue;
 		}
 		pkts[kept++] = pkts[i];
-		if (dst != UVN_FDB_NO_PORT && dst < f->nports && f->ports[dst]) {
+		if (dst != UVN_FDB_NO_PORT && (unsigned)dst < f->nports && f->ports[dst]) {
 			out[dst].pkts[out[dst].n++] = pkts[i];
 			uvn_stat_inc(&w->st.forwarded);
 		} else {

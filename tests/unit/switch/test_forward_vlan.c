@@ -4,7 +4,8 @@
  * sent: access and trunk rules at ingress, floods kept in the VLAN, the
  * FDB by (VLAN, MAC), tags added and removed at egress with the
  * virtio-net header's offsets moved along, borrowed (guest) frames never
- * written, priority tags, and the mac-limit.
+ * written, priority tags, and the mac-limit; without VLANs, each frame of
+ * a burst decided on its own addresses.
  */
 #include <endian.h>
 #include <setjmp.h>
@@ -423,6 +424,53 @@ static void test_static_outside_vlan(void **state)
 	env_free(e);
 }
 
+/*
+ * One burst, frames with equal addresses next to each other and not: the
+ * switch reuses a decision only for the same destination and source
+ * (forwarded, flooded, filtered; a source over its mac-limit each time).
+ */
+static void test_burst_decisions(void **state)
+{
+	static const uint8_t MAC_C[6] = { 2, 0, 0, 0, 0, 0xc };
+	static const uint8_t MAC_D[6] = { 2, 0, 0, 0, 0, 0xd };
+	struct uvn_port_conf lim = { .mac_limit = 1 };
+	const struct uvn_port_conf *c[4] = { &lim, NULL, NULL, NULL };
+	struct env *e = env_new(c);
+	const uint8_t *burst[][2] = { /* dst, src */
+		{ MAC_B, MAC_A }, { MAC_B, MAC_A }, { MAC_C, MAC_A }, { MAC_C, MAC_A },
+		{ BCAST, MAC_A }, { MAC_B, MAC_A }, { MAC_B, MAC_D }, { MAC_B, MAC_D },
+		{ MAC_A, MAC_A }, { MAC_B, MAC_A },
+	};
+	struct uvn_pkt *pkts[10];
+
+	(void)state;
+	send1(e, 1, pkt(e, BCAST, MAC_B, -1)); /* B on port 1 */
+	send1(e, 2, pkt(e, BCAST, MAC_C, -1)); /* C on port 2 */
+	clear(e);
+	for (unsigned i = 0; i < 10; i++) {
+		pkts[i] = pkt(e, burst[i][0], burst[i][1], -1);
+		pkts[i]->port = 0;
+	}
+	uvn_fwd_burst(&e->f, e->w, &e->ports[0].base, pkts, 10);
+	assert_int_equal(e->ports[1].n, 5); /* A to B four times, the broadcast */
+	expect(e, 1, 0, MAC_B, MAC_A, -1);
+	expect(e, 1, 1, MAC_B, MAC_A, -1);
+	expect(e, 1, 2, BCAST, MAC_A, -1);
+	expect(e, 1, 3, MAC_B, MAC_A, -1);
+	expect(e, 1, 4, MAC_B, MAC_A, -1);
+	assert_int_equal(e->ports[2].n, 3);
+	expect(e, 2, 0, MAC_C, MAC_A, -1);
+	expect(e, 2, 1, MAC_C, MAC_A, -1);
+	expect(e, 2, 2, BCAST, MAC_A, -1);
+	assert_int_equal(e->ports[3].n, 1);
+	assert_int_equal(e->ports[0].n, 0);
+	assert_int_equal(e->w->st.forwarded, 6);
+	assert_int_equal(e->w->st.flooded, 3);       /* + the two that taught B and C */
+	assert_int_equal(e->w->st.filtered, 1);      /* A to A: A is on port 0 */
+	assert_int_equal(e->w->st.limit_dropped, 2); /* D: port 0 has A already */
+	env_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,6 +482,7 @@ int main(void)
 		cmocka_unit_test(test_borrowed),
 		cmocka_unit_test(test_mac_limit),
 		cmocka_unit_test(test_static_outside_vlan),
+		cmocka_unit_test(test_burst_decisions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
