@@ -24,6 +24,8 @@
 /* How often started-but-disabled TX rings are emptied. */
 #define DRAIN_NS 100000000ull
 #define PAIRS_GAP_NS 10000000ull
+/* A control queue without a kick fd is looked at this often. */
+#define CTRL_POLL_NS 10000000ull
 #define MSG_BUDGET 64u
 #define MSG_WINDOW_NS 100000000ull
 #define ACCEPT_BUDGET 16u
@@ -73,14 +75,11 @@ static int set_pairs(void *ctx, unsigned pairs)
 	return 0;
 }
 
-/* Stop listening to the control queue's kicks (stopped, or broken for good). */
+/* Stop listening to the control queue's kicks, or stop polling it
+ * (stopped, or broken for good). */
 static void ctrl_unwatch(struct vhost_port *v)
 {
-	if (v->ctrl_h.fd < 0)
-		return;
-	uvn_loop_del(v->loop, &v->ctrl_h);
-	close(v->ctrl_h.fd);
-	v->ctrl_h.fd = -1;
+	uvn_timer_stop(v->loop, &v->ctrl_h); /* an fd in the loop, either way */
 }
 
 static bool ctrl_broken(struct vhost_port *v)
@@ -110,7 +109,7 @@ static void ctrl_pass(struct vhost_port *v)
 		ctrl_unwatch(v);
 		return;
 	}
-	if (uvn_dev_ctrl_arm(v->dev) || v->ctrl_h.fd < 0)
+	if (uvn_dev_ctrl_arm(v->dev) || v->ctrl_h.fd < 0 || v->ctrl_polled)
 		return;
 	if (write(v->ctrl_h.fd, &one, sizeof(one)) == sizeof(one))
 		v->ctrl_self_kicks++;
@@ -132,14 +131,36 @@ static void on_ctrl_kick(struct uvn_handler *h, uint32_t events)
 		ctrl_pass(v);
 }
 
-/* Our own copy of the control queue's kick fd in the loop: its
+static void on_ctrl_tick(struct uvn_handler *h, uint32_t events)
+{
+	struct vhost_port *v = h->ctx;
+
+	(void)events;
+	uvn_timer_ack(h);
+	if (uvn_dev_netq(v->dev, UVN_DEV_CTRL_RING))
+		ctrl_pass(v);
+}
+
+/*
+ * Our own copy of the control queue's kick fd in the loop: its
  * registration ends with the copy (ctrl_unwatch), whenever the session
- * closes its fd. */
+ * closes its fd. A queue set up without one (NOFD: "poll me") is looked
+ * at on a timer instead; commands are not worth a busy poll.
+ */
 static void ctrl_start(struct vhost_port *v)
 {
 	int kick = uvn_dev_ctrl_fd(v->dev);
 	int fd = kick >= 0 ? fcntl(kick, F_DUPFD_CLOEXEC, 0) : -1;
 
+	v->ctrl_polled = kick < 0;
+	if (v->ctrl_polled) {
+		v->ctrl_h = (struct uvn_handler){ .fd = -1, .fn = on_ctrl_tick, .ctx = v, .light = true };
+		if (uvn_timer_start(v->loop, &v->ctrl_h, CTRL_POLL_NS, CTRL_POLL_NS))
+			UVN_ERR("%s: cannot poll the control queue: its commands go unanswered",
+				v->base.name);
+		ctrl_pass(v);
+		return;
+	}
 	v->ctrl_h = (struct uvn_handler){ .fd = fd, .fn = on_ctrl_kick, .ctx = v, .light = true };
 	if (fd >= 0 && uvn_loop_add(v->loop, &v->ctrl_h, EPOLLIN)) {
 		close(fd);

@@ -49,7 +49,9 @@ struct vhost_port {
 	struct uvn_vu_backend *be;  /* the device's session, NULL without one */
 	struct uvn_handler listen_h, conn_h, retry_h, drain_h;
 	struct uvn_handler fault_h; /* the session's guest memory vanished (SIGBUS caught) */
-	struct uvn_handler ctrl_h;  /* the control queue's kicks (our copy of its fd) */
+	struct uvn_handler ctrl_h;  /* the control queue's kicks (our copy of its fd),
+				     * or with ctrl_polled its poll timer */
+	bool ctrl_polled;
 	unsigned pairs_on;          /* queue pairs the guest uses (MQ) */
 	unsigned pairs_req;         /* the guest's latest VQ_PAIRS_SET, applied by pairs_h */
 	struct uvn_handler pairs_h; /* one-shot: pairs_on = pairs_req with the workers parked */

@@ -26,6 +26,10 @@
  *                                nobody has (both flooded): C must get
  *                                exactly its own; promiscuous again, every
  *                                one, else exit 1
+ *   hostile filter-polled SOCK_B SOCK_C
+ *                                the same, C's control queue without a kick
+ *                                fd (NOFD: poll me): its commands must be
+ *                                answered all the same
  *
  * The hostile modes print "ready" once the attack runs, and stop after SECS
  * (a bound, in case nobody kills them).
@@ -46,6 +50,7 @@
 #include <uvnet/driver.h>
 
 #include "mem/mem.h"
+#include "net/driver/drv.h"
 #include "vhost_user/frontend.h"
 #include "vhost_user/proto.h"
 
@@ -417,7 +422,7 @@ static unsigned send_to(struct uvn_drv *b, struct uvn_drv *c, const uint8_t dst[
 }
 
 /* The guest's receive filter, set through its control queue, applied. */
-static int filter(const char *path_b, const char *path_c)
+static int filter(const char *path_b, const char *path_c, bool polled)
 {
 	static const uint8_t nobody[6] = { 0x02, 0, 0, 0, 0, 0x99 };
 	struct uvn_drv *b = honest_open(path_b, mac_b), *c;
@@ -432,6 +437,9 @@ static int filter(const char *path_b, const char *path_c)
 	memcpy(cfg.mac, mac_c, 6);
 	cfg.mac_set = true;
 	check(uvn_drv_open(&cfg, &c), path_c);
+	/* C's kicks then reach nobody: its eventfd is no longer uvnetd's */
+	if (polled)
+		check(uvn_vu_fe_set_vring_kick(c->fe, c->ctrl.idx, -1), "C: control queue NOFD");
 	check(uvn_drv_set_promisc(c, false), "C: promiscuous off");
 	own = send_to(b, c, mac_c, 200);
 	others = send_to(b, c, nobody, 200);
@@ -453,10 +461,12 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[1], "polled"))
 		return polled(argv[2], (unsigned)atoi(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "filter"))
-		return filter(argv[2], argv[3]);
+		return filter(argv[2], argv[3], false);
+	if (argc == 4 && !strcmp(argv[1], "filter-polled"))
+		return filter(argv[2], argv[3], true);
 	if (argc == 5 && (!strcmp(argv[1], "honest") || !strcmp(argv[1], "exact")))
 		return honest(argv[2], argv[3], (unsigned)atoi(argv[4]), argv[1][0] == 'e');
 	fprintf(stderr, "usage: hostile kickswap|fulltx SOCK SECS | honest|exact SOCK_B SOCK_C SECS"
-		" | filter SOCK_B SOCK_C\n");
+		" | filter|filter-polled SOCK_B SOCK_C\n");
 	return 2;
 }

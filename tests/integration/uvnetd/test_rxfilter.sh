@@ -2,7 +2,8 @@
 # A guest's receive filter set through its control queue (our driver: a
 # port with queues=2 has one) is applied by uvnetd: frames flooded to the
 # guest for another MAC are refused (counted as guest_filtered) until it
-# turns promiscuous mode on. Then qmp= and nic= in port specs.
+# turns promiscuous mode on; the same with a control queue set up without
+# a kick fd (NOFD: uvnetd polls it). Then qmp= and nic= in port specs.
 # Usage: test_rxfilter.sh UVNETD HOSTILE
 set -euo pipefail
 UVNETD=$1 HOSTILE=$2
@@ -23,6 +24,12 @@ python3 -c 'import json,sys
 p = {x["name"]: x for x in json.loads(sys.argv[1])["ports"]}
 assert p["c"]["guest_filtered"] == 200 and p["c"]["drops"] == 0, p["c"]
 assert p["b"]["guest_filtered"] == 0, p["b"]' "$json" || fail "counters: $json"
+"$HOSTILE" filter-polled "$DIR/b.sock" "$DIR/c.sock" ||
+	fail "a control queue without a kick fd was not served: $(tail -5 "$DIR/log")"
+json=$("$UVNETD" ctl "$DIR/ctl.sock" show ports --json)
+python3 -c 'import json,sys
+p = {x["name"]: x for x in json.loads(sys.argv[1])["ports"]}
+assert p["c"]["guest_filtered"] == 400, p["c"]' "$json" || fail "counters: $json"
 kill -TERM "$PID"
 wait "$PID" || fail "uvnetd exit status $?"
 PID=
