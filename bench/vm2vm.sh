@@ -71,8 +71,10 @@
 #   A sends whatever B's ring can take and the switch drops the rest (lost)
 #   --mode event: uvnetd and the pair sleep on notifications (OVS and testpmd
 #   only poll); --keep: leave the run dir (logs) in place.
-# Needs root (DPDK, hugepages for OVS). OVS gets 256 x 2 MB hugepages on top of
-# what is reserved, on a hugetlbfs mounted in the run dir; both go on exit.
+# Needs root (DPDK, hugepages for OVS); installs dpdk-dev and, for ovs,
+# openvswitch-switch-dpdk when they are missing. OVS gets 256 x 2 MB hugepages
+# on top of what is reserved, on a hugetlbfs mounted in the run dir; both go
+# on exit.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -109,10 +111,11 @@ BUILD=$(dirname "$(dirname "$(dirname "$UVNETD")")")
 PERF=${PERF:-$BUILD/tools/uvnet-perf/uvnet-perf}
 XLINE=$BUILD/bench/uvnet-xline
 [[ -x $PERF ]] || { echo "no uvnet-perf at $PERF (--perf PATH)" >&2; exit 1; }
-command -v dpdk-testpmd >/dev/null || { echo "dpdk-testpmd not found (apt-get install dpdk-dev)" >&2; exit 1; }
+"$ROOT/scripts/deps.sh" dpdk-dev librte-net-vhost23 librte-net-virtio23 librte-mempool-ring23
 VSWITCHD=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
 if [[ " $SWITCHES " == *" ovs "* ]]; then
-	[[ -x $VSWITCHD ]] || { echo "no $VSWITCHD (apt-get install openvswitch-switch-dpdk)" >&2; exit 1; }
+	"$ROOT/scripts/deps.sh" openvswitch-switch-dpdk
+	[[ -x $VSWITCHD ]] || { echo "no $VSWITCHD after installing openvswitch-switch-dpdk" >&2; exit 1; }
 fi
 
 R=$(mktemp -d /tmp/uvn-vm2vm.XXXXXX)
