@@ -242,6 +242,14 @@ bool uvn_gso_fits_mtu(const struct uvn_gso *g, uint32_t len, uint32_t mtu)
 	return len <= mtu + UVN_ETH_HLEN || (uint32_t)(g->hdr_len - g->l3_off) + g->mss <= mtu;
 }
 
+bool uvn_eth_fits_mtu(const uint8_t *eth, uint32_t len, uint32_t mtu)
+{
+	uint16_t type = get16(eth + 12);
+	bool tagged = type == ETH_P_8021Q || type == ETH_P_8021AD;
+
+	return len <= mtu + UVN_ETH_HLEN + (tagged ? 4 : 0);
+}
+
 bool uvn_gso_guest_ok(const struct uvn_gso *g, uint64_t features)
 {
 	return uvn_gso_type_ok(features, (uint8_t)(g->type | (g->cwr ? VIRTIO_NET_HDR_GSO_ECN : 0)),

@@ -71,6 +71,14 @@ int uvn_gso_parse(const struct uvn_pkt *p, struct uvn_gso *g);
 bool uvn_gso_fits_mtu(const struct uvn_gso *g, uint32_t len, uint32_t mtu);
 
 /*
+ * Does a frame without GSO, @len bytes whose Ethernet header is @eth (14
+ * bytes), fit an MTU of @mtu L3 bytes? An 802.1Q or 802.1ad tag adds 4
+ * bytes, as on a Linux bridge port (is_skb_forwardable() allows VLAN_HLEN
+ * beyond mtu + hard_header_len).
+ */
+bool uvn_eth_fits_mtu(const uint8_t *eth, uint32_t len, uint32_t mtu);
+
+/*
  * May a driver that negotiated @features receive a frame of @gso_type (the
  * ECN bit included) carrying IP version @ip_version (4 or 6) unsegmented?
  * The one answer for both sides: the device before it passes a GSO frame

@@ -25,30 +25,17 @@
 #include "ring/ring.h"
 #include "util/stats.h"
 
-#define TPID_8021Q 0x8100
-#define TPID_8021AD 0x88a8
-#define VLAN_HLEN 4u
-
-static bool tagged(const struct uvn_pkt *p)
-{
-	uint8_t t[2];
-	unsigned type;
-
-	if (uvn_pkt_read(p, 12, t, sizeof(t)) != sizeof(t))
-		return false;
-	type = (unsigned)t[0] << 8 | t[1];
-	return type == TPID_8021Q || type == TPID_8021AD;
-}
-
 bool uvn_port_mtu_fits(const struct uvn_pkt *p, uint32_t mtu)
 {
+	uint8_t eth[UVN_ETH_HLEN];
 	struct uvn_gso g;
 
 	if (UVN_LIKELY(p->len <= mtu + UVN_ETH_HLEN))
 		return true;
 	if (uvn_hdr_is_gso(&p->vnet))
 		return uvn_gso_parse(p, &g) == UVN_GSO_OK && uvn_gso_fits_mtu(&g, p->len, mtu);
-	return p->len <= mtu + UVN_ETH_HLEN + (tagged(p) ? VLAN_HLEN : 0);
+	return uvn_pkt_read(p, 0, eth, sizeof(eth)) == sizeof(eth) &&
+	       uvn_eth_fits_mtu(eth, p->len, mtu);
 }
 
 unsigned uvn_port_mtu_filter(uint32_t mtu, struct uvn_pkt **pkts, unsigned n, uint64_t *dropped)

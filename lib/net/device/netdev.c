@@ -12,7 +12,7 @@ const struct uvn_stat_desc uvn_netdev_q_stats_desc[] = {
 	S(zc_packets), S(zc_copied), S(zc_fb_small), S(zc_fb_segs), S(zc_fb_held), S(zc_fb_nopkt),
 	S(zc_held), S(zc_held_peak),
 	S(gso_pass), S(csum_pass), S(gso_sw), S(gso_segs), S(drop_gso_hdr), S(drop_gso_len),
-	S(drop_gso_size), S(drop_csum),
+	S(drop_gso_size), S(drop_csum), S(drop_mtu),
 	{ NULL, 0 },
 };
 
@@ -27,6 +27,7 @@ void uvn_netdev_q_init(struct uvn_netdev_q *q, struct uvn_vq_dev *vq, uint64_t f
 	q->ring_err = 0;
 	q->zc = NULL;
 	q->filter = NULL;
+	uvn_netdev_q_set_mtu(q, 0);
 	/* The caller sets what it uses; nothing is left from a previous queue. */
 	q->notify = NULL;
 	q->notify_ctx = NULL;
@@ -37,6 +38,12 @@ void uvn_netdev_q_init(struct uvn_netdev_q *q, struct uvn_vq_dev *vq, uint64_t f
 	 * Drivers are tested against DPDK's vhost, which does that for packed
 	 * rings only and writes every split used entry: so do we. */
 	uvn_vq_dev_set_batch_used(vq, tx && uvn_has_feature(features, VIRTIO_F_RING_PACKED));
+}
+
+void uvn_netdev_q_set_mtu(struct uvn_netdev_q *q, uint32_t mtu)
+{
+	q->mtu = mtu;
+	q->plain_max = mtu ? mtu + UVN_ETH_HLEN : UINT32_MAX;
 }
 
 void uvn_netdev_q_flush(struct uvn_netdev_q *q)

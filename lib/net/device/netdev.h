@@ -74,8 +74,9 @@ struct uvn_netdev_q_stats {
 	uint64_t drop_gso_hdr; /* rx: GSO frame whose headers are malformed or truncated */
 	uint64_t drop_gso_len; /* rx: GSO frame whose IP length lies */
 	uint64_t drop_gso_size;/* rx: GSO frame with gso_size 0 or out of range, or with
-				* segments over gso_mtu */
+				* segments over the MTU */
 	uint64_t drop_csum;    /* rx: csum_start/csum_offset not the L4 checksum, or out of range */
+	uint64_t drop_mtu;     /* rx: frame without GSO over the MTU (uvn_netdev_q_set_mtu) */
 };
 
 extern const struct uvn_stat_desc uvn_netdev_q_stats_desc[];
@@ -105,11 +106,12 @@ struct uvn_netdev_q {
 	/* Control queue: the device's receive filter its commands set
 	 * (NULL: acknowledged only). Set after uvn_netdev_q_init. */
 	struct uvn_rx_filter *filter;
-	/* rx: GSO frames whose segments exceed this MTU (L3 bytes) are not
-	 * delivered, 0: no limit. Checked on the parse the delivery uses: a
-	 * check before it (the port's mtu=) read headers a zero-copy sender
-	 * may have rewritten since. */
-	uint32_t gso_mtu;
+	/* rx: frames over this MTU (L3 bytes; GSO frames by their segments)
+	 * are not delivered, 0: no limit. Judged on the bytes the delivery
+	 * writes: a check before it (the port's mtu=) read bytes a zero-copy
+	 * sender may have rewritten since. Set with uvn_netdev_q_set_mtu. */
+	uint32_t mtu;
+	uint32_t plain_max;        /* rx: longest frame that fits mtu whatever its header */
 	unsigned long_left;        /* over-long chains this call may still drop */
 	struct iovec iov[UVN_NETDEV_MAX_IOV];
 	struct uvn_netdev_q_stats st;
@@ -136,6 +138,9 @@ static inline bool uvn_netdev_q_broken(const struct uvn_netdev_q *q)
  * so IN_ORDER lets one used entry complete a burst.
  */
 void uvn_netdev_q_init(struct uvn_netdev_q *q, struct uvn_vq_dev *vq, uint64_t features, bool tx);
+
+/* rx: deliver only frames that fit an MTU of @mtu L3 bytes (0: any). */
+void uvn_netdev_q_set_mtu(struct uvn_netdev_q *q, uint32_t mtu);
 
 /*
  * Zero-copy for a guest TX queue (docs/seeds.md, 001 and 004): frames are handed on as

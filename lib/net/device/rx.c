@@ -7,12 +7,9 @@
  * frame that then does not fit are given back (unpop), so no buffer is
  * lost; everything pushed in a burst is published by one flush.
  *
- * Offloads are decided per frame against the guest's features: a partial
- * checksum or a GSO frame goes in as it is when the guest negotiated it
- * (GUEST_CSUM, GUEST_TSO4/6, GUEST_USO4/6, GUEST_ECN); otherwise the
- * checksum is completed, or the frame segmented, in software (net/gso.h),
- * each segment written straight into the guest's buffers: its headers from
- * a buffer on our stack, its payload from the packet, one copy.
+ * A plain frame that fits one buffer takes the fast path below; any other
+ * has its stream decided in rx_offload.c (offloads, the MTU) and written
+ * here.
  */
 #include <endian.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -20,32 +17,13 @@
 #endif
 
 #include "net/device/netdev.h"
-#include "net/gso.h"
+#include "net/device/rx_frame.h"
 #include "net/iov.h"
 #include "ring/ring.h"
 #include "util/log.h"
 
 /* Chains one frame may take: 64 KB in buffers of at least 256 bytes. */
 #define MAX_BUFS 256
-
-/* RX_LONG: the next chain has more buffers than q->iov holds (not taken). */
-enum { RX_OK, RX_NOBUF, RX_TOOBIG, RX_BROKEN, RX_DROP, RX_LONG };
-
-/*
- * What goes into the guest for one frame, as a stream: the virtio-net
- * header, then @pre_len bytes at @pre (a segment's own headers, or none),
- * then the packet's bytes from @body on.
- */
-struct rx_frame {
-	const struct uvn_pkt *p;
-	struct virtio_net_hdr_v1 hdr;
-	const uint8_t *pre;
-	uint32_t pre_len;
-	uint32_t body;         /* packet offset of the first body byte */
-	uint32_t total;        /* stream length: header + pre + body bytes */
-	uint32_t csum_pos;     /* stream offset of a checksum we complete, or 0 */
-	uint8_t csum[2];
-};
 
 /* Packet bytes [@from, @from + @len) to @dst, a copy per packet segment. */
 static void copy_segs(char *dst, const struct uvn_pkt *p, size_t from, size_t len)
@@ -330,7 +308,7 @@ static int rx_mergeable(struct uvn_netdev_q *q, struct rx_frame *f)
 	return RX_OK;
 }
 
-static int deliver(struct uvn_netdev_q *q, struct rx_frame *f)
+int uvn_rx_deliver(struct uvn_netdev_q *q, struct rx_frame *f)
 {
 	int r = q->mrg_rxbuf ? rx_mergeable(q, f) : rx_single(q, f);
 
@@ -339,110 +317,6 @@ static int deliver(struct uvn_netdev_q *q, struct rx_frame *f)
 		uvn_stat_add(&q->st.bytes, f->total - UVN_NET_HDR_LEN);
 	}
 	return r;
-}
-
-/* A frame without GSO: as it is, its partial checksum completed for a guest
- * without GUEST_CSUM. */
-static int rx_plain(struct uvn_netdev_q *q, const struct uvn_pkt *p)
-{
-	const struct virtio_net_hdr_v1 *in = &p->vnet;
-	struct rx_frame f = { .p = p, .total = UVN_NET_HDR_LEN + p->len };
-	uint32_t pos;
-	int r;
-
-	if (UVN_LIKELY(!uvn_hdr_needs_csum(in))) {
-		if (q->guest_csum)
-			f.hdr.flags = in->flags & VIRTIO_NET_HDR_F_DATA_VALID;
-		return deliver(q, &f);
-	}
-	if (!q->guest_csum) {
-		/* Range checked at ingress; never write out of it anyway. */
-		if (UVN_UNLIKELY(uvn_gso_csum(p, &pos, f.csum))) {
-			uvn_stat_inc(&q->st.drop_csum);
-			return RX_DROP;
-		}
-		f.csum_pos = UVN_NET_HDR_LEN + pos;
-		uvn_stat_inc(&q->st.csum_sw);
-		return deliver(q, &f);
-	}
-	pos = (uint32_t)le16toh(in->csum_start) + le16toh(in->csum_offset);
-	if (UVN_UNLIKELY(pos + 2 > p->len)) {
-		uvn_stat_inc(&q->st.drop_csum);
-		return RX_DROP;
-	}
-	f.hdr.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-	f.hdr.csum_start = in->csum_start;
-	f.hdr.csum_offset = in->csum_offset;
-	r = deliver(q, &f);
-	uvn_stat_add(&q->st.csum_pass, r == RX_OK);
-	return r;
-}
-
-static void count_gso_err(struct uvn_netdev_q *q, int err)
-{
-	switch (err) {
-	case UVN_GSO_E_TYPE: uvn_stat_inc(&q->st.drop_offload); break;
-	case UVN_GSO_E_LEN: uvn_stat_inc(&q->st.drop_gso_len); break;
-	case UVN_GSO_E_CSUM: uvn_stat_inc(&q->st.drop_csum); break;
-	case UVN_GSO_E_SIZE: uvn_stat_inc(&q->st.drop_gso_size); break;
-	default: uvn_stat_inc(&q->st.drop_gso_hdr); break;
-	}
-	UVN_LOG_PEER("GSO frame dropped: %s", uvn_gso_strerror(err));
-}
-
-/*
- * A GSO frame: passed on if the guest takes it, else segmented. Segments a
- * guest with GUEST_CSUM gets with partial checksums (it completes them, or
- * needs not); the others get full ones. When a segment does not fit, the
- * frame's remaining segments are counted here as drops, itself by the caller.
- */
-static int rx_gso(struct uvn_netdev_q *q, const struct uvn_pkt *p)
-{
-	struct uvn_gso g;
-	bool partial = q->guest_csum;
-	int r = uvn_gso_parse(p, &g);
-
-	if (UVN_UNLIKELY(r)) {
-		count_gso_err(q, r);
-		return RX_DROP;
-	}
-	if (UVN_UNLIKELY(q->gso_mtu && !uvn_gso_fits_mtu(&g, p->len, q->gso_mtu))) {
-		uvn_stat_inc(&q->st.drop_gso_size);
-		UVN_LOG_PEER("GSO frame dropped: its segments exceed the MTU (%u)", q->gso_mtu);
-		return RX_DROP;
-	}
-	if (uvn_gso_guest_ok(&g, q->features)) {
-		/* The headers from the copy that was checked, not again from the
-		 * packet: its bytes may be the sending guest's memory (zero-copy),
-		 * rewritten since (PITFALLS 26). */
-		struct rx_frame f = { .p = p, .pre = g.hdr, .pre_len = g.hdr_len, .body = g.hdr_len,
-				      .total = UVN_NET_HDR_LEN + p->len };
-
-		uvn_gso_vnet(&g, &f.hdr);
-		r = deliver(q, &f);
-		uvn_stat_add(&q->st.gso_pass, r == RX_OK);
-		return r;
-	}
-	for (uint32_t i = 0; i < g.nsegs; i++) {
-		uint8_t hdr[UVN_GSO_MAX_HDR];
-		struct rx_frame f = { .p = p, .pre = hdr, .pre_len = g.hdr_len };
-		uint32_t len = uvn_gso_seg(&g, p, i, partial, hdr, &f.body);
-
-		f.total = UVN_NET_HDR_LEN + g.hdr_len + len;
-		uvn_gso_seg_vnet(&g, partial, &f.hdr);
-		r = deliver(q, &f);
-		if (UVN_UNLIKELY(r != RX_OK)) {
-			if (r == RX_TOOBIG)
-				uvn_stat_add(&q->st.drop_toobig, g.nsegs - i - 1);
-			else if (r == RX_NOBUF)
-				uvn_stat_add(&q->st.drop_nobuf, g.nsegs - i - 1);
-			return r;
-		}
-		uvn_stat_add(&q->st.gso_sw, i == 0); /* frames of which segments went in */
-		uvn_stat_inc(&q->st.gso_segs);
-		uvn_stat_add(&q->st.csum_sw, !partial);
-	}
-	return RX_OK;
 }
 
 /*
@@ -493,7 +367,8 @@ static inline void prefetch_for_write(const void *p)
 
 static bool fast_frame(const struct uvn_netdev_q *q, const struct uvn_pkt *p)
 {
-	return !p->vnet.gso_type && !uvn_hdr_needs_csum(&p->vnet) && p->nseg == 1 && !q->log_write;
+	return !p->vnet.gso_type && !uvn_hdr_needs_csum(&p->vnet) && p->nseg == 1 &&
+	       p->len <= q->plain_max && !q->log_write;
 }
 
 /* Pass 1 for one frame. @return RX_OK (taken), RX_DROP (not this path:
@@ -573,7 +448,7 @@ unsigned uvn_netdev_rx(struct uvn_netdev_q *q, struct uvn_pkt *const *pkts, unsi
 		delivered += ni;
 		ni = 0;
 		if (r == RX_DROP)
-			r = UVN_LIKELY(!uvn_hdr_is_gso(&p->vnet)) ? rx_plain(q, p) : rx_gso(q, p);
+			r = UVN_LIKELY(!uvn_hdr_is_gso(&p->vnet)) ? uvn_rx_plain(q, p) : uvn_rx_gso(q, p);
 		if (UVN_LIKELY(r == RX_OK)) {
 			delivered++;
 		} else if (r == RX_TOOBIG) {

@@ -132,7 +132,7 @@ static void ring_start(struct uvn_dev *d, struct dev_ring *s, unsigned ring,
 	uvn_netdev_q_init(&s->nq, q->vq, d->features, guest_tx);
 	s->nq.filter = d->filter; /* the control queue's commands set it */
 	if (!guest_tx)
-		s->nq.gso_mtu = d->mtu;
+		uvn_netdev_q_set_mtu(&s->nq, d->mtu);
 	s->nq.notify = notify_driver;
 	s->nq.notify_ctx = s;
 	/* Paused and resumed around any change of the dirty log: decided here. */

@@ -202,7 +202,7 @@ int uvn_dev_queue_stats(const struct uvn_dev *d, unsigned ring, struct uvn_dev_q
 	out->packets = q.packets;
 	out->bytes = q.bytes;
 	out->drops = q.drop_nobuf + q.drop_toobig + q.drop_nopkt + q.drop_long + q.drop_offload +
-		     q.drop_gso_hdr + q.drop_gso_len + q.drop_gso_size + q.drop_csum;
+		     q.drop_gso_hdr + q.drop_gso_len + q.drop_gso_size + q.drop_csum + q.drop_mtu;
 	out->drop_nobuf = q.drop_nobuf;
 	out->errors = q.err_short + q.err_hdr + q.err_toolong + q.err_format + q.err_ring +
 		      q.ctrl_err;
