@@ -173,11 +173,24 @@ uint64_t fz_rx_features(uint8_t v)
 	return f;
 }
 
+/* A frame of @len bytes without GSO, @type its bytes 12-13: does it fit
+ * the MTU (a VLAN tag may add 4 bytes)? */
+static void check_mtu(const struct fz_guest *b, uint32_t len, const uint8_t *type)
+{
+	uint16_t t = (uint16_t)(type[0] << 8 | type[1]);
+
+	if (len > b->mtu + UVN_ETH_HLEN)
+		CHECK(len <= b->mtu + UVN_ETH_HLEN + 4 && (t == 0x8100 || t == 0x88a8));
+}
+
 void fz_guest_check_rx(struct fz_guest *b, uint32_t buf_size)
 {
 	struct uvn_vq_done done[FZ_GUEST_NUM];
 	bool mrg = b->features & F(VIRTIO_NET_F_MRG_RXBUF);
 	unsigned more = 0;
+	bool sized = false; /* the frame is held to the MTU: its bytes so far */
+	uint32_t len = 0;
+	uint8_t type[2] = { 0, 0 };
 	int n;
 
 	while ((n = uvn_vq_drv_get_used(b->drv, done, FZ_GUEST_NUM)) > 0) {
@@ -190,6 +203,9 @@ void fz_guest_check_rx(struct fz_guest *b, uint32_t buf_size)
 			if (more) {
 				more--; /* a later buffer of a mergeable packet */
 				CHECK(done[i].len > 0);
+				len += done[i].len;
+				if (sized && !more)
+					check_mtu(b, len, type);
 				fz_guest_release(fb);
 				continue;
 			}
@@ -228,6 +244,13 @@ void fz_guest_check_rx(struct fz_guest *b, uint32_t buf_size)
 				if (h.gso_type & VIRTIO_NET_HDR_GSO_ECN)
 					CHECK(b->features & F(VIRTIO_NET_F_GUEST_ECN));
 			}
+			sized = b->mtu && !h.gso_type;
+			len = frame;
+			type[0] = type[1] = 0;
+			if (frame >= UVN_ETH_HLEN) /* else a frame too short to matter */
+				memcpy(type, (const uint8_t *)fb->p[0] + UVN_NET_HDR_LEN + 12, 2);
+			if (sized && !more)
+				check_mtu(b, len, type);
 			fz_guest_release(fb);
 		}
 	}

@@ -40,6 +40,7 @@ struct fz_guest {
 	struct uvn_vq_dev *dev;
 	struct uvn_netdev_q *q; /* large: in its own area */
 	uint64_t features;
+	uint32_t mtu; /* rx: its queue's MTU (0: none), which every frame without GSO fits */
 	struct fz_buf buf[FZ_GUEST_NUM];
 };
 

@@ -15,7 +15,8 @@
  *       RING_PACKED, IN_ORDER (bit 0..7)
  *   [1] B: GUEST_CSUM, GUEST_TSO4, GUEST_TSO6, GUEST_USO4+6, GUEST_ECN,
  *       MRG_RXBUF, RING_PACKED, IN_ORDER
- *   [2] B's rx buffers: (v + 1) * 32 bytes   [3] how many: 1 + v % 64
+ *   [2] B's rx buffers: (v + 1) * 32 bytes   [3] how many: 1 + v % 64,
+ *       bits 6-7: B's MTU none, 68, 576, 1500
  *   frames: le16 length (header + frame), u8 cut: descriptors of
  *       1 + (cut & 127) * 8 bytes, bit 7: the header alone in the first;
  *       then the bytes
@@ -133,9 +134,12 @@ static void run(const uint8_t *data, size_t size, struct fz_guest *a, struct fz_
 {
 	uint32_t buf_size = (data[2] + 1u) * 32;
 	unsigned nbuf = 1 + data[3] % FZ_GUEST_NUM;
+	static const uint32_t mtus[] = { 0, 68, 576, 1500 };
 	struct uvn_pkt *pkts[UVN_NETDEV_BURST];
 	unsigned n;
 
+	b->mtu = mtus[data[3] >> 6];
+	uvn_netdev_q_set_mtu(b->q, b->mtu);
 	post_frames(a, data + 4, size - 4);
 	for (unsigned i = 0; i < nbuf; i++)
 		CHECK(fz_guest_post(b, NULL, &buf_size, 1, false));
@@ -158,13 +162,14 @@ static void run(const uint8_t *data, size_t size, struct fz_guest *a, struct fz_
 	reclaim_all(a);
 	if (getenv("FZ_VERBOSE")) /* to check what a seed reaches */
 		fprintf(stderr, "tx %llu (err hdr %llu short %llu), rx %llu: gso pass %llu sw %llu "
-			"segs %llu, csum sw %llu pass %llu, drops %llu/%llu/%llu\n",
+			"segs %llu, csum sw %llu pass %llu, drops %llu/%llu/%llu, mtu %llu\n",
 			(unsigned long long)a->q->st.packets, (unsigned long long)a->q->st.err_hdr,
 			(unsigned long long)a->q->st.err_short, (unsigned long long)b->q->st.packets,
 			(unsigned long long)b->q->st.gso_pass, (unsigned long long)b->q->st.gso_sw,
 			(unsigned long long)b->q->st.gso_segs, (unsigned long long)b->q->st.csum_sw,
 			(unsigned long long)b->q->st.csum_pass, (unsigned long long)b->q->st.drop_nobuf,
-			(unsigned long long)b->q->st.drop_toobig, (unsigned long long)b->q->st.drop_csum);
+			(unsigned long long)b->q->st.drop_toobig, (unsigned long long)b->q->st.drop_csum,
+			(unsigned long long)b->q->st.drop_mtu);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
