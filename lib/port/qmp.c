@@ -55,9 +55,7 @@ static void hang_up(struct uvn_qmp *q, const char *why)
 		count(&q->errors);
 		UVN_WARN("%s: QMP %s: %s; receive filter open until it is back", q->who, q->path, why);
 	}
-	uvn_loop_del(q->loop, &q->h);
-	close(q->h.fd);
-	q->h.fd = -1;
+	uvn_loop_close(q->loop, &q->h);
 	uvn_rx_filter_reset(q->f);
 	q->retry_h = (struct uvn_handler){ .fd = -1, .fn = retry, .ctx = q, .light = true };
 	if (uvn_timer_start(q->loop, &q->retry_h, RETRY_NS, RETRY_NS))
@@ -321,10 +319,7 @@ void uvn_qmp_destroy(struct uvn_qmp *q)
 	if (!q)
 		return;
 	uvn_timer_stop(q->loop, &q->retry_h);
-	if (q->h.fd >= 0) {
-		uvn_loop_del(q->loop, &q->h);
-		close(q->h.fd);
-	}
+	uvn_loop_close(q->loop, &q->h);
 	free(q);
 }
 

@@ -79,7 +79,7 @@ static int set_pairs(void *ctx, unsigned pairs)
  * (stopped, or broken for good). */
 static void ctrl_unwatch(struct vhost_port *v)
 {
-	uvn_timer_stop(v->loop, &v->ctrl_h); /* an fd in the loop, either way */
+	uvn_loop_close(v->loop, &v->ctrl_h); /* our kick fd copy, or the poll timer */
 }
 
 static bool ctrl_broken(struct vhost_port *v)

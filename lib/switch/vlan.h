@@ -8,9 +8,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "switch/forward.h"
+#include <linux/if_ether.h>
 
-#define ETH_P_8021Q 0x8100
+#include "switch/forward.h"
 
 /* Does the Ethernet header @mac (14 bytes) carry an 802.1Q tag? */
 static inline bool uvn_fwd_has_tag(const uint8_t *mac)

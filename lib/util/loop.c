@@ -149,13 +149,18 @@ int uvn_timer_start(struct uvn_loop *l, struct uvn_handler *h, uint64_t first_ns
 	return 0;
 }
 
-void uvn_timer_stop(struct uvn_loop *l, struct uvn_handler *h)
+void uvn_loop_close(struct uvn_loop *l, struct uvn_handler *h)
 {
 	if (h->fd < 0)
 		return;
 	uvn_loop_del(l, h);
 	close(h->fd);
 	h->fd = -1;
+}
+
+void uvn_timer_stop(struct uvn_loop *l, struct uvn_handler *h)
+{
+	uvn_loop_close(l, h);
 }
 
 uint64_t uvn_timer_ack(struct uvn_handler *h)

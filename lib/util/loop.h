@@ -49,6 +49,9 @@ int uvn_loop_add(struct uvn_loop *l, struct uvn_handler *h, uint32_t events);
  * the number was closed; ENOENT: it names another file now), logged and
  * counted */
 int uvn_loop_del(struct uvn_loop *l, struct uvn_handler *h);
+/* Stop watching @h, then close its fd (h->fd = -1); nothing if h->fd < 0.
+ * The one way a handler's fd ends: its registration always goes first. */
+void uvn_loop_close(struct uvn_loop *l, struct uvn_handler *h);
 /* Copy the loop's counters (any thread: relaxed reads). */
 void uvn_loop_stats(struct uvn_loop *l, struct uvn_loop_stats *st);
 
@@ -65,6 +68,7 @@ bool uvn_loop_ready_light(const struct uvn_loop *l);
 
 /* A periodic (or one-shot if @period_ns is 0) timer on a timerfd; h->fd is set. */
 int uvn_timer_start(struct uvn_loop *l, struct uvn_handler *h, uint64_t first_ns, uint64_t period_ns);
+/* Stop the timer and close its fd (uvn_loop_close). */
 void uvn_timer_stop(struct uvn_loop *l, struct uvn_handler *h);
 /* Read a timer's expiration count (call from its handler). */
 uint64_t uvn_timer_ack(struct uvn_handler *h);

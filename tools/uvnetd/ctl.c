@@ -419,9 +419,7 @@ static void answer(int fd, const char *out, size_t len)
 
 static void conn_close(struct uvnetd_ctl_conn *c)
 {
-	uvn_loop_del(c->d->loop, &c->h);
-	close(c->h.fd);
-	c->h.fd = -1;
+	uvn_loop_close(c->d->loop, &c->h);
 }
 
 /* Run the client's line (NULL: refused before parsing), answer. */
@@ -519,9 +517,7 @@ void uvnetd_ctl_stop(struct uvnetd *d)
 	for (unsigned i = 0; i < UVNETD_CTL_CLIENTS; i++)
 		if (d->ctl_conn[i].h.fd >= 0)
 			conn_close(&d->ctl_conn[i]);
-	uvn_loop_del(d->loop, &d->ctl_h);
-	close(d->ctl_h.fd);
-	d->ctl_h.fd = -1;
+	uvn_loop_close(d->loop, &d->ctl_h);
 	unlink(d->o.ctl_path);
 }
 

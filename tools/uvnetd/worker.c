@@ -315,15 +315,8 @@ void uvnetd_resume(struct uvnetd *d)
  * dup) is closed, so it always ends, whatever the port did with its fd. */
 static void release_srcs(struct uvnetd_worker *w)
 {
-	for (unsigned j = 0; j < w->nsrcs; j++) {
-		struct uvnetd_src *s = &w->srcs[j];
-
-		if (s->h.fd < 0)
-			continue;
-		uvn_loop_del(w->loop, &s->h);
-		close(s->h.fd);
-		s->h.fd = -1;
-	}
+	for (unsigned j = 0; j < w->nsrcs; j++)
+		uvn_loop_close(w->loop, &w->srcs[j].h);
 	w->nsrcs = 0;
 	w->nbusy = 0;
 	w->nheld = 0;
